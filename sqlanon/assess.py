@@ -1,0 +1,332 @@
+"""``sqlanon assess``: measure how identifiable a relation is, inside the database.
+
+One scan of the source builds the base frequency table (GROUP BY the quasi-identifiers and the
+sensitive attributes); every figure is then computed in SQL from it and from the class table
+derived from it. Only aggregates (one row per figure, the class-size histogram and the five most
+disclosive classes) come back to Python. The only relations created are session-temporary tables,
+dropped when the command ends: ``assess`` never writes to a persistent relation.
+
+Formulas: seed 000 sections 3.1-3.3 (k, l, t) and 5 (risks); seed 004 section 3 (I1, I2, H(W),
+l_max = 2^H(W), l_t = 2^(H(W) - t), I(W; QI groups)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.engine import Backend, Column
+from sqlanon.errors import SqlanonError
+from sqlanon.policy import LRequirement, Policy, TRequirement
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
+
+#: Relative tolerance when comparing a floating-point figure with a threshold: an entropy of
+#: exactly log2(l) or an EMD of exactly t must count as satisfying the requirement.
+EPS = 1e-9
+TOP_CLASSES = 5
+
+
+def _q(alias: str, col: str) -> exp.Column:
+    return exp.column(col, table=exp.to_identifier(alias))
+
+
+def _sql(e: exp.Expression) -> Sql:
+    return Sql(e.sql(CANONICAL))
+
+
+@dataclass
+class FrequencyTables:
+    """The base frequency table and the class table of one relation, as session-temporary tables."""
+
+    freq: Relation
+    classes: Relation
+    q_aliases: list[Sql]
+    s_aliases: list[Sql]
+    qi_names: list[str]
+    s_names: list[str]
+
+
+def build_frequency_tables(
+    be: Backend,
+    source: Relation,
+    qi_exprs: list[Sql],
+    qi_names: list[str],
+    s_exprs: list[Sql],
+    s_names: list[str],
+) -> FrequencyTables:
+    q_aliases = [ident(f"q_{i}") for i in range(len(qi_exprs))]
+    s_aliases = [ident(f"s_{i}") for i in range(len(s_exprs))]
+    freq = be.create_temp(
+        "freq", "freq/base", source=source, q_exprs=qi_exprs, q_aliases=q_aliases,
+        s_exprs=s_exprs, s_aliases=s_aliases,
+    )
+    classes = be.create_temp("cls", "freq/classes", freq=freq, q_aliases=q_aliases)
+    return FrequencyTables(freq, classes, q_aliases, s_aliases, list(qi_names), list(s_names))
+
+
+def check_columns(be: Backend, policy: Policy, rel: Relation | None = None) -> dict[str, Column]:
+    """Every declared column must exist in the relation (exact, case-sensitive names)."""
+    rel = rel or policy.source
+    cols = {c.name: c for c in be.require_columns(rel, "source")}
+    for spec in policy.columns:
+        if spec.name not in cols:
+            near = [c for c in cols if c.lower() == spec.name.lower()]
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise SqlanonError(f"columns.{spec.name}: no such column in {str(rel)!r}{hint}")
+    return cols
+
+
+def _sort_key(policy: Policy, name: str, alias: Sql) -> Sql:
+    spec = policy.column(name)
+    if not spec.order:
+        return alias
+    case = exp.Case(
+        this=exp.maybe_parse(alias, dialect=CANONICAL),
+        ifs=[
+            exp.If(this=exp.maybe_parse(lit(v), dialect=CANONICAL), true=exp.Literal.number(i))
+            for i, v in enumerate(spec.order)
+        ],
+    )
+    return _sql(case)
+
+
+def _l_rank(policy: Policy, attr: str) -> int:
+    """The l used for the recursive tail: the policy's recursive l for ``attr``, else 2."""
+    for r in policy.privacy.l:
+        if r.attribute == attr and r.kind == "recursive":
+            return int(r.l)
+    return 2
+
+
+def _l_violation(r: LRequirement, alias: str) -> exp.Expression:
+    if r.kind == "distinct":
+        return exp.LT(this=_q(alias, "distinct_values"), expression=exp.Literal.number(int(r.l)))
+    if r.kind == "entropy":
+        bound = math.log2(r.l) - EPS
+        return exp.LT(this=_q(alias, "entropy"), expression=exp.Literal.number(repr(bound)))
+    # recursive (c, l): violated unless r1 < c * tail
+    return exp.GTE(
+        this=_q(alias, "r1"),
+        expression=exp.Mul(this=exp.Literal.number(repr(float(r.c))), expression=_q(alias, "tail")),
+    )
+
+
+T_COLUMN = {"emd-equal": "emd_equal", "emd-ordered": "emd_ordered", "kl": "kl"}
+
+
+def _t_violation(r: TRequirement, alias: str) -> exp.Expression:
+    return exp.GT(this=_q(alias, T_COLUMN[r.measure]), expression=exp.Literal.number(repr(r.t + EPS)))
+
+
+def requirement_checks(
+    policy: Policy, stats_alias: dict[str, str]
+) -> list[tuple[str, exp.Expression]]:
+    """(label, violation predicate over the class table ``c`` and per-attribute tables)."""
+    checks: list[tuple[str, exp.Expression]] = []
+    k = policy.privacy.k
+    if k:
+        checks.append(("k", exp.LT(this=_q("c", "n"), expression=exp.Literal.number(k))))
+    for r in policy.privacy.l:
+        checks.append((r.label, _l_violation(r, stats_alias[r.attribute])))
+    for r in policy.privacy.t:
+        checks.append((r.label, _t_violation(r, stats_alias[r.attribute])))
+    pros = policy.privacy.risk.get("prosecutor")
+    if pros is not None:
+        # 1/n > r  <=>  n * r < 1: the classes whose records exceed the prosecutor bound.
+        checks.append((
+            f"risk.prosecutor <= {pros:g}",
+            exp.LT(this=exp.Mul(this=_q("c", "n"), expression=exp.Literal.number(repr(pros))),
+                   expression=exp.Literal.number(1)),
+        ))
+    return checks
+
+
+def _f(x: Any) -> float | None:
+    return None if x is None else float(x)
+
+
+def assess(be: Backend, policy: Policy, relation: Relation | None = None,
+           qi_exprs: list[Sql] | None = None) -> dict[str, Any]:
+    """Measure ``relation`` (default: the policy's source) and return the documented JSON object."""
+    rel = relation or policy.source
+    cols = check_columns(be, policy, rel)
+    qi_names = [c.name for c in policy.quasi]
+    s_names = [c.name for c in policy.sensitive]
+    qi_exprs = qi_exprs or [ident(n) for n in qi_names]
+    ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names)
+    return assess_tables(be, policy, ft, rel, cols)
+
+
+def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relation,
+                  cols: dict[str, Column] | None = None) -> dict[str, Any]:
+    k_policy = policy.k_or_1()
+    summary = be.query("assess/summary", classes=ft.classes, k=k_policy)[0]
+    n_rows = int(summary[0] or 0)
+    if n_rows == 0:
+        raise SqlanonError(f"source: relation {str(rel)!r} is empty; there is nothing to measure")
+    n_classes, k_min = int(summary[1]), int(summary[2])
+    hist = {int(size): int(cnt) for size, cnt in be.query("assess/size_histogram", classes=ft.classes)}
+
+    l_div: dict[str, Any] = {}
+    t_close: dict[str, Any] = {}
+    info: dict[str, Any] = {}
+    stats_alias: dict[str, str] = {}
+    joins = []
+    for i, (name, alias) in enumerate(zip(ft.s_names, ft.s_aliases, strict=True)):
+        sort_key = _sort_key(policy, name, alias)
+        if sort_key != alias:
+            bad = be.query("assess/order_check", freq=ft.freq, s_alias=alias, sort_key=sort_key)
+            if bad:
+                raise SqlanonError(
+                    f"columns.{name}.order: does not list {len(bad)}+ value(s) present, e.g. {bad[0][0]!r}"
+                )
+        l_rank = _l_rank(policy, name)
+        stats = be.create_temp(
+            "sens", "assess/sensitive_classes", freq=ft.freq, s_alias=alias, sort_key=sort_key,
+            l_rank=l_rank,
+        )
+        stats_alias[name] = f"s{i}"
+        joins.append({"rel": stats, "alias": ident(f"s{i}")})
+        row = be.query("assess/sensitive_summary", stats=stats)[0]
+        (l_distinct, min_h, max_kl, max_eq, max_ord, c_min, short, h_w, m, mi, cond_h) = row
+        distinct_count = int(m)
+        for r in policy.privacy.l:
+            if r.attribute == name and r.l > distinct_count:
+                raise SqlanonError(
+                    f"privacy.l.{name}: l = {r.l:g} exceeds the {distinct_count} distinct value(s) of "
+                    f"{name!r}; no release can satisfy it"
+                )
+        rec_req = next((r for r in policy.privacy.l if r.attribute == name and r.kind == "recursive"), None)
+        l_div[name] = {
+            "distinct": int(l_distinct),
+            "entropy": 2.0 ** float(min_h),
+            "recursive": {
+                "l": l_rank,
+                "c_min": None if int(short) > 0 else _f(c_min),
+                "classes_with_fewer_than_l_values": int(short),
+                "c": rec_req.c if rec_req else None,
+            },
+        }
+        t_close[name] = {"emd_equal": float(max_eq), "emd_ordered": float(max_ord), "kl": float(max_kl)}
+        t_req = next((r for r in policy.privacy.t if r.attribute == name), None)
+        h = float(h_w)
+        tops = {}
+        for key, order_by in (("top_i1", "s.kl"), ("top_i2", "s.h_w - s.entropy")):
+            rows = be.query(
+                "assess/top_classes", stats=stats, classes=ft.classes, q_aliases=ft.q_aliases,
+                order_by=Sql(order_by), limit=TOP_CLASSES,
+            )
+            tops[key] = [
+                {
+                    "class": dict(zip(ft.qi_names, [_jsonable(v) for v in r[: len(ft.qi_names)]],
+                                      strict=True)),
+                    "size": int(r[-3]),
+                    "i1": float(r[-2]),
+                    "i2": float(r[-1]),
+                }
+                for r in rows
+            ]
+        info[name] = {
+            "entropy": h,
+            "distinct_values": distinct_count,
+            "l_max": 2.0**h,
+            "l_t": (2.0 ** (h - t_req.t)) if (t_req and t_req.measure == "kl") else None,
+            "mutual_information": float(mi),
+            "conditional_entropy": float(cond_h),
+            **tops,
+        }
+
+    # Requirements, each with the records in the classes that violate it.
+    checks = requirement_checks(policy, stats_alias)
+    allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
+    satisfied: dict[str, bool] = {}
+    violations: dict[str, int] = {}
+    any_records = 0
+    any_classes = 0
+    if checks:
+        any_check = exp.or_(*[c for _, c in checks])
+        row = be.query(
+            "assess/violations", classes=ft.classes, joins=joins,
+            checks=[_sql(c) for _, c in checks], any_check=_sql(any_check),
+        )[0]
+        for (label, _), v in zip(checks, row[: len(checks)], strict=True):
+            violations[label] = int(v or 0)
+            satisfied[label] = int(v or 0) <= allowed
+        any_records, any_classes = int(row[-2] or 0), int(row[-1] or 0)
+
+    risk = {
+        "prosecutor_max": 1.0 / k_min,
+        "prosecutor_avg": n_classes / n_rows,
+        "marketer": n_classes / n_rows,
+        "journalist": None,
+    }
+    if policy.population is not None:
+        risk.update(_population_risk(be, policy, ft))
+    for kind, bound in policy.privacy.risk.items():
+        if kind == "prosecutor":
+            continue  # class-local: checked with suppression above
+        value = risk["prosecutor_avg" if kind == "average" else kind]
+        satisfied[f"risk.{kind} <= {bound:g}"] = value is not None and value <= bound + EPS
+    if checks or policy.privacy.risk:
+        satisfied["all"] = all(satisfied.values()) and any_records <= allowed
+
+    return {
+        "source": str(rel),
+        "dialect": be.dialect,
+        "quasi_identifiers": ft.qi_names,
+        "sensitive": ft.s_names,
+        "rows": n_rows,
+        "classes": n_classes,
+        "k": k_min,
+        "class_sizes": {str(s): c for s, c in sorted(hist.items())},
+        "records_below_k": int(summary[4]),
+        "share_below_k": int(summary[4]) / n_rows,
+        "classes_below_k": int(summary[5]),
+        "policy_k": k_policy,
+        "l_diversity": l_div,
+        "t_closeness": t_close,
+        "information": info,
+        "risk": risk,
+        "satisfied": satisfied,
+        "violations": violations,
+        "suppression": {
+            "limit": policy.privacy.suppression,
+            "allowed_records": allowed,
+            "records_violating_any": any_records,
+            "classes_violating_any": any_classes,
+        },
+    }
+
+
+def _population_risk(be: Backend, policy: Policy, ft: FrequencyTables) -> dict[str, float]:
+    pop = policy.population
+    assert pop is not None
+    pcols = {c.name for c in be.require_columns(pop, "population")}
+    for name in ft.qi_names:
+        if name not in pcols:
+            raise SqlanonError(f"population: relation {str(pop)!r} has no column {name!r}")
+    join_on = exp.and_(*[
+        exp.NullSafeEQ(this=_q("c", a.strip('"')), expression=_q("p", a.strip('"')))
+        for a in ft.q_aliases
+    ])
+    row = be.query(
+        "assess/population", population=pop, classes=ft.classes, q_aliases=ft.q_aliases,
+        q_exprs=[ident(n) for n in ft.qi_names], join_on=_sql(join_on),
+    )[0]
+    min_big_n, sum_ratio, n_rows, missing = row
+    if int(missing or 0) > 0:
+        raise SqlanonError(
+            f"population: {int(missing)} class(es) of the source are larger in the source than in "
+            f"{str(pop)!r}; the population must contain every source record"
+        )
+    return {"journalist": 1.0 / float(min_big_n), "marketer": float(sum_ratio) / float(n_rows)}
+
+
+def _jsonable(v: Any) -> Any:
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    return str(v)

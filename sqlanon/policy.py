@@ -1,0 +1,344 @@
+"""The policy file: which relation, which column plays which role, and what privacy is required.
+
+Validation is strict and happens before any query runs; every error names the offending key, e.g.
+``policy key 'privacy.l.Disease.kind': expected one of distinct, entropy, recursive, got 'x'``.
+The roles follow seed 000 section 2.1 (identifier, quasi-identifier, sensitive, insensitive).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sqlanon.errors import PolicyError, SqlanonError
+from sqlanon.relation import Relation
+
+ROLES = ("identifier", "quasi", "sensitive", "insensitive")
+ROLE_ALIASES = {"qi": "quasi", "quasi-identifier": "quasi", "quasi_identifier": "quasi", "id": "identifier"}
+ACTIONS = ("drop", "mask", "hash")
+L_KINDS = ("distinct", "entropy", "recursive")
+T_MEASURES = ("emd-equal", "emd-ordered", "kl")
+RISK_KINDS = ("prosecutor", "average", "marketer", "journalist")
+ALGORITHMS = ("incognito", "datafly", "exhaustive")
+PUBLISH_AS = ("view", "table")
+
+
+def _fail(key: str, msg: str) -> PolicyError:
+    return PolicyError(f"policy key {key!r}: {msg}")
+
+
+def _number(key: str, value: Any, *, lo: float | None = None, hi: float | None = None,
+            integer: bool = False, lo_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(key, f"expected a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(key, f"expected a finite number, got {value!r}")
+    if integer and (not float(value).is_integer()):
+        raise _fail(key, f"expected a whole number, got {value!r}")
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise _fail(key, f"must be {'>' if lo_open else '>='} {lo:g}, got {value!r}")
+    if hi is not None and value > hi:
+        raise _fail(key, f"must be <= {hi:g}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
+def _mapping(key: str, value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise _fail(key, f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _known(key: str, d: dict, allowed: tuple[str, ...]) -> None:
+    for k in d:
+        if k not in allowed:
+            raise _fail(f"{key}.{k}" if key else str(k), f"unknown key; allowed: {', '.join(allowed)}")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    role: str
+    action: str | None = None           # identifiers: drop | mask | hash
+    hierarchy: dict | None = None       # quasi-identifiers: see sqlanon.hierarchy
+    order: tuple | None = None          # sensitive: explicit value order for the ordered EMD
+    weight: float = 1.0                 # quasi-identifiers: NCP weight
+
+
+@dataclass(frozen=True)
+class LRequirement:
+    attribute: str
+    kind: str
+    l: float  # noqa: E741 - the literature's name
+    c: float | None = None
+
+    @property
+    def label(self) -> str:
+        if self.kind == "recursive":
+            return f"l[{self.attribute}]: recursive (c={self.c:g}, l={self.l:g})"
+        return f"l[{self.attribute}]: {self.kind} l >= {self.l:g}"
+
+
+@dataclass(frozen=True)
+class TRequirement:
+    attribute: str
+    measure: str
+    t: float
+
+    @property
+    def label(self) -> str:
+        return f"t[{self.attribute}]: {self.measure} <= {self.t:g}"
+
+
+@dataclass(frozen=True)
+class Privacy:
+    k: int | None = None
+    l: tuple[LRequirement, ...] = ()  # noqa: E741
+    t: tuple[TRequirement, ...] = ()
+    suppression: float = 0.0
+    risk: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Search:
+    algorithm: str = "incognito"
+    metric: str = "precision"
+
+
+@dataclass(frozen=True)
+class Policy:
+    source: Relation
+    columns: tuple[ColumnSpec, ...]
+    privacy: Privacy
+    target: Relation | None = None
+    population: Relation | None = None
+    search: Search = Search()
+    publish_as: str = "view"
+    base_dir: Path = Path(".")
+    label_column: str | None = None
+
+    @property
+    def quasi(self) -> list[ColumnSpec]:
+        return [c for c in self.columns if c.role == "quasi"]
+
+    @property
+    def sensitive(self) -> list[ColumnSpec]:
+        return [c for c in self.columns if c.role == "sensitive"]
+
+    @property
+    def identifiers(self) -> list[ColumnSpec]:
+        return [c for c in self.columns if c.role == "identifier"]
+
+    def column(self, name: str) -> ColumnSpec:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise SqlanonError(f"column {name!r} is not declared in the policy")
+
+    def k_or_1(self) -> int:
+        return self.privacy.k or 1
+
+
+def _relation(key: str, value: Any) -> Relation:
+    if isinstance(value, dict):
+        _known(key, value, ("catalog", "schema", "name"))
+        return Relation.from_parts(value, what=f"policy key {key!r}")
+    if not isinstance(value, str):
+        raise _fail(key, f"expected a relation name, got {value!r}")
+    return Relation.parse(value, what=f"policy key {key!r}")
+
+
+def _column(name: str, spec: Any) -> ColumnSpec:
+    key = f"columns.{name}"
+    if isinstance(spec, str):
+        spec = {"role": spec}
+    spec = _mapping(key, spec)
+    _known(key, spec, ("role", "action", "hierarchy", "order", "weight"))
+    if "role" not in spec:
+        raise _fail(f"{key}.role", f"missing; expected one of {', '.join(ROLES)}")
+    role = spec["role"]
+    if isinstance(role, list):
+        raise _fail(f"{key}.role", f"a column has exactly one role, got {role!r}")
+    role = ROLE_ALIASES.get(str(role), str(role))
+    if role not in ROLES:
+        raise _fail(f"{key}.role", f"expected one of {', '.join(ROLES)}, got {spec['role']!r}")
+    action = spec.get("action")
+    if action is not None and role != "identifier":
+        raise _fail(f"{key}.action", f"only identifiers take an action, but the role is {role}")
+    if role == "identifier":
+        action = action or "drop"
+        if action not in ACTIONS:
+            raise _fail(f"{key}.action", f"expected one of {', '.join(ACTIONS)}, got {action!r}")
+    hierarchy = spec.get("hierarchy")
+    if hierarchy is not None:
+        if role != "quasi":
+            raise _fail(f"{key}.hierarchy", f"only quasi-identifiers take a hierarchy, role is {role}")
+        hierarchy = _mapping(f"{key}.hierarchy", hierarchy)
+    order = spec.get("order")
+    if order is not None:
+        if role != "sensitive":
+            raise _fail(f"{key}.order", "only sensitive attributes take an order")
+        if not isinstance(order, list) or len(set(map(str, order))) != len(order):
+            raise _fail(f"{key}.order", "expected a list of distinct values")
+        order = tuple(order)
+    weight = 1.0
+    if "weight" in spec:
+        if role != "quasi":
+            raise _fail(f"{key}.weight", "only quasi-identifiers take a weight")
+        weight = _number(f"{key}.weight", spec["weight"], lo=0, lo_open=True)
+    return ColumnSpec(name=name, role=role, action=action, hierarchy=hierarchy, order=order, weight=weight)
+
+
+def _l_requirements(value: Any, sensitive: set[str]) -> tuple[LRequirement, ...]:
+    value = _mapping("privacy.l", value)
+    out = []
+    for attr, spec in value.items():
+        key = f"privacy.l.{attr}"
+        if attr not in sensitive:
+            raise _fail(key, f"{attr!r} is not a sensitive column")
+        if isinstance(spec, int | float) and not isinstance(spec, bool):
+            spec = {"kind": "distinct", "l": spec}
+        spec = _mapping(key, spec)
+        _known(key, spec, ("kind", "l", "c"))
+        kind = spec.get("kind", "distinct")
+        if kind not in L_KINDS:
+            raise _fail(f"{key}.kind", f"expected one of {', '.join(L_KINDS)}, got {kind!r}")
+        if "l" not in spec:
+            raise _fail(f"{key}.l", "missing")
+        lval = _number(f"{key}.l", spec["l"], lo=1, integer=kind != "entropy")
+        c = None
+        if kind == "recursive":
+            if "c" not in spec:
+                raise _fail(f"{key}.c", "recursive (c,l)-diversity needs c")
+            c = _number(f"{key}.c", spec["c"], lo=0, lo_open=True)
+            if lval < 2:
+                raise _fail(f"{key}.l", "recursive (c,l)-diversity needs l >= 2")
+        elif "c" in spec:
+            raise _fail(f"{key}.c", f"c only applies to kind recursive, not {kind}")
+        out.append(LRequirement(attribute=attr, kind=kind, l=lval, c=c))
+    return tuple(out)
+
+
+def _t_requirements(value: Any, sensitive: set[str]) -> tuple[TRequirement, ...]:
+    value = _mapping("privacy.t", value)
+    out = []
+    for attr, spec in value.items():
+        key = f"privacy.t.{attr}"
+        if attr not in sensitive:
+            raise _fail(key, f"{attr!r} is not a sensitive column")
+        if isinstance(spec, int | float) and not isinstance(spec, bool):
+            spec = {"measure": "emd-equal", "t": spec}
+        spec = _mapping(key, spec)
+        _known(key, spec, ("measure", "t"))
+        measure = spec.get("measure", "emd-equal")
+        if measure not in T_MEASURES:
+            raise _fail(f"{key}.measure", f"expected one of {', '.join(T_MEASURES)}, got {measure!r}")
+        if "t" not in spec:
+            raise _fail(f"{key}.t", "missing")
+        hi = None if measure == "kl" else 1.0
+        t = _number(f"{key}.t", spec["t"], lo=0, hi=hi)
+        out.append(TRequirement(attribute=attr, measure=measure, t=t))
+    return tuple(out)
+
+
+def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
+    """Validate a policy mapping (as loaded from YAML)."""
+    if not isinstance(data, dict):
+        raise PolicyError("policy: expected a YAML mapping at the top level")
+    _known("", data, ("source", "target", "population", "columns", "privacy", "search", "publish",
+                      "label"))
+    if "source" not in data:
+        raise _fail("source", "missing; name the relation to read")
+    source = _relation("source", data["source"])
+    target = _relation("target", data["target"]) if data.get("target") is not None else None
+    population = _relation("population", data["population"]) if data.get("population") else None
+    if "columns" not in data:
+        raise _fail("columns", "missing; declare each column's role")
+    cols_raw = _mapping("columns", data["columns"])
+    columns = tuple(_column(str(name), spec) for name, spec in cols_raw.items())
+    if not any(c.role == "quasi" for c in columns):
+        raise _fail("columns", "no quasi-identifier declared (role: quasi); nothing to measure")
+    sensitive = {c.name for c in columns if c.role == "sensitive"}
+
+    priv_raw = _mapping("privacy", data.get("privacy") or {})
+    _known("privacy", priv_raw, ("k", "l", "t", "suppression", "risk"))
+    k = None
+    if priv_raw.get("k") is not None:
+        k = _number("privacy.k", priv_raw["k"], lo=1, integer=True)
+    l_req = _l_requirements(priv_raw["l"], sensitive) if priv_raw.get("l") else ()
+    t_req = _t_requirements(priv_raw["t"], sensitive) if priv_raw.get("t") else ()
+    suppression = 0.0
+    if priv_raw.get("suppression") is not None:
+        suppression = _number("privacy.suppression", priv_raw["suppression"], lo=0, hi=1)
+    risk: dict[str, float] = {}
+    if priv_raw.get("risk") is not None:
+        r = _mapping("privacy.risk", priv_raw["risk"])
+        _known("privacy.risk", r, RISK_KINDS)
+        for name, val in r.items():
+            risk[name] = _number(f"privacy.risk.{name}", val, lo=0, hi=1, lo_open=True)
+        if "journalist" in risk and population is None:
+            raise _fail("privacy.risk.journalist", "journalist risk needs a population relation")
+
+    search_raw = _mapping("search", data.get("search") or {})
+    _known("search", search_raw, ("algorithm", "metric"))
+    algorithm = search_raw.get("algorithm", "incognito")
+    if algorithm not in ALGORITHMS:
+        raise _fail("search.algorithm", f"expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    metric = str(search_raw.get("metric", "precision"))
+
+    publish_raw = _mapping("publish", data.get("publish") or {})
+    _known("publish", publish_raw, ("as",))
+    publish_as = publish_raw.get("as", "view")
+    if publish_as not in PUBLISH_AS:
+        raise _fail("publish.as", f"expected one of {', '.join(PUBLISH_AS)}, got {publish_as!r}")
+
+    label = data.get("label")
+    if label is not None and str(label) not in {c.name for c in columns}:
+        raise _fail("label", f"{label!r} is not a declared column")
+
+    return Policy(
+        source=source,
+        target=target,
+        population=population,
+        columns=columns,
+        privacy=Privacy(k=k, l=l_req, t=t_req, suppression=suppression, risk=risk),
+        search=Search(algorithm=algorithm, metric=metric),
+        publish_as=publish_as,
+        base_dir=Path(base_dir),
+        label_column=str(label) if label is not None else None,
+    )
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a key given twice (a column declared twice with two roles)."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise PolicyError(f"policy key {key!r}: declared twice (line {key_node.start_mark.line + 1})")
+        seen[key] = True
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_policy(path: str | Path) -> Policy:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise SqlanonError(f"policy file {str(path)!r}: {e.strerror or e}") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise PolicyError(f"policy file {str(path)!r}: not valid YAML{where}") from None
+    return parse_policy(data, base_dir=path.resolve().parent)

@@ -1,0 +1,1 @@
+"""SQL compilation: templates, sqlglot guards and portable builders."""

@@ -1,0 +1,230 @@
+"""The one path every query takes: template -> render -> parse -> guard -> generate.
+
+Templates live in ``templates/`` (shipped inside the wheel as ``sqlanon/templates``) and are written
+in DuckDB's dialect, the canonical one. They only ever receive identifiers and literals that sqlglot
+rendered (the ``ident``, ``lit`` and ``rel`` filters, and the builders in :mod:`sqlanon.sql.builders`);
+a plain Python string reaching ``{{ ... }}`` raises, so a raw name can never be spliced into SQL.
+After rendering, the text is parsed by sqlglot in the canonical dialect, checked to be exactly one
+statement of the expected kind, and generated for the target dialect. :func:`to_sql` is the only
+place SQL text is produced for a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cache
+from pathlib import Path
+
+import jinja2
+import sqlglot
+from sqlglot import exp
+
+from sqlanon.errors import SqlanonError
+
+CANONICAL = "duckdb"
+
+#: Dialect parent chain for template lookup: a dialect without its own sibling falls back to its
+#: parent, and finally to the generic template.
+DIALECT_PARENTS: dict[str, str] = {
+    "redshift": "postgres",
+    "materialize": "postgres",
+    "risingwave": "postgres",
+    "databricks": "spark",
+    "spark2": "spark",
+    "fabric": "tsql",
+}
+
+
+class Sql(str):
+    """SQL text that was produced by sqlglot (safe to splice into a template)."""
+
+    __slots__ = ()
+
+
+def _templates_dir() -> Path:
+    here = Path(__file__).resolve().parent.parent
+    shipped = here / "templates"
+    if shipped.is_dir():
+        return shipped
+    return here.parent / "templates"
+
+
+TEMPLATES_DIR = _templates_dir()
+
+
+def ident(name: str) -> Sql:
+    """Quote one identifier for the canonical dialect.
+
+    >>> ident('we"ird; name')
+    '"we""ird; name"'
+    """
+    return Sql(exp.to_identifier(str(name), quoted=True).sql(CANONICAL))
+
+
+def lit(value: object) -> Sql:
+    """Render a Python value as a SQL literal.
+
+    >>> lit("O'Brien"), lit(3), lit(None)
+    ("'O''Brien'", '3', 'NULL')
+    """
+    if isinstance(value, float):
+        # repr keeps every digit; exp.convert would do the same but spell out e-notation oddly.
+        return Sql(exp.Literal.number(repr(value)).sql(CANONICAL))
+    return Sql(exp.convert(value).sql(CANONICAL))
+
+
+def _finalize(value: object) -> object:
+    if value is None or isinstance(value, Sql | bool | int | float):
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        return value
+    if isinstance(value, exp.Expression):
+        return value.sql(CANONICAL)
+    raise SqlanonError(
+        f"template received a raw value {value!r}; pass it through the ident/lit/rel filters"
+    )
+
+
+def _filter_ident(value: object) -> Sql:
+    return ident(str(value))
+
+
+def _filter_rel(value: object) -> Sql:
+    from sqlanon.relation import Relation
+
+    if isinstance(value, Relation):
+        return Sql(value.table().sql(CANONICAL))
+    raise SqlanonError(f"rel filter expects a Relation, got {value!r}")
+
+
+def _filter_idents(values: Iterable[object]) -> Sql:
+    return Sql(", ".join(ident(str(v)) for v in values))
+
+
+def _filter_sqljoin(values: Iterable[Sql], sep: str = ", ") -> Sql:
+    values = list(values)
+    for v in values:
+        if not isinstance(v, Sql):
+            raise SqlanonError(f"sqljoin expects sqlglot-rendered SQL, got {v!r}")
+    return Sql(sep.join(values))
+
+
+@cache
+def _env() -> jinja2.Environment:
+    from sqlanon.sql import builders
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters.update(
+        ident=_filter_ident, lit=lit, rel=_filter_rel, idents=_filter_idents, sqljoin=_filter_sqljoin
+    )
+    env.globals.update(builders.TEMPLATE_GLOBALS)
+    return env
+
+
+def candidate_paths(name: str, dialect: str) -> list[str]:
+    """Template files tried for ``name`` on ``dialect``, most specific first.
+
+    >>> candidate_paths("assess/classes", "redshift")
+    ['assess/classes.redshift.sql.j2', 'assess/classes.postgres.sql.j2', 'assess/classes.sql.j2']
+    """
+    chain: list[str] = []
+    d: str | None = dialect
+    while d and d not in chain:
+        chain.append(d)
+        d = DIALECT_PARENTS.get(d)
+    return [f"{name}.{d}.sql.j2" for d in chain] + [f"{name}.sql.j2"]
+
+
+def find_template(name: str, dialect: str) -> str:
+    tried = candidate_paths(name, dialect)
+    for path in tried:
+        if (TEMPLATES_DIR / path).is_file():
+            return path
+    raise SqlanonError(f"no template {name!r} for dialect {dialect!r}; tried: {', '.join(tried)}")
+
+
+def render(name: str, dialect: str = CANONICAL, /, **context: object) -> str:
+    """Render a template to canonical-dialect text (not yet parsed)."""
+    path = find_template(name, dialect)
+    return _env().get_template(path).render(**context)
+
+
+_KINDS: dict[str, tuple[type[exp.Expression], ...]] = {
+    "select": (exp.Select, exp.Union, exp.Intersect, exp.Except),
+    "create": (exp.Create,),
+    "drop": (exp.Drop,),
+    "insert": (exp.Insert,),
+    "alter": (exp.Alter,),
+}
+
+
+def parse_one_statement(text: str, kind: str, *, read: str = CANONICAL) -> exp.Expression:
+    """Parse ``text`` and insist it is exactly one statement of ``kind``.
+
+    >>> parse_one_statement("SELECT 1; DROP TABLE t", "select")
+    Traceback (most recent call last):
+    ...
+    sqlanon.errors.SqlanonError: rendered SQL holds 2 statements, expected one select
+    """
+    try:
+        statements = [s for s in sqlglot.parse(text, read=read) if s is not None]
+    except sqlglot.errors.ParseError as e:
+        first = str(e).splitlines()[0]
+        raise SqlanonError(f"rendered SQL does not parse: {first}") from None
+    if len(statements) != 1:
+        raise SqlanonError(f"rendered SQL holds {len(statements)} statements, expected one {kind}")
+    stmt = statements[0]
+    if not isinstance(stmt, _KINDS[kind]):
+        raise SqlanonError(f"rendered SQL is a {stmt.key}, expected {kind}")
+    if kind == "create":
+        inner = stmt.expression
+        if inner is not None and not isinstance(inner, _KINDS["select"]):
+            raise SqlanonError(f"CREATE ... AS must wrap a SELECT, got {inner.key}")
+    return stmt
+
+
+def generate(tree: exp.Expression, dialect: str) -> str:
+    """Generate SQL for ``dialect``; unsupported constructs raise instead of being silently dropped."""
+    return tree.sql(dialect=dialect, unsupported_level=sqlglot.ErrorLevel.RAISE)
+
+
+def to_sql(name: str, dialect: str, /, *, kind: str = "select", **context: object) -> str:
+    """Render ``templates/<name>.sql.j2`` (or its dialect sibling) and generate it for ``dialect``.
+
+    This is the only function that produces SQL text bound for a database.
+    """
+    text = render(name, dialect, **context)
+    tree = parse_one_statement(text, kind)
+    return generate(tree, dialect)
+
+
+def template_names() -> list[str]:
+    """Every generic template (without a dialect suffix), for golden snapshots."""
+    names = []
+    for p in sorted(TEMPLATES_DIR.rglob("*.sql.j2")):
+        rel = p.relative_to(TEMPLATES_DIR).as_posix()[: -len(".sql.j2")]
+        if "." in Path(rel).name:  # a dialect sibling such as x.tsql
+            continue
+        if Path(rel).name.startswith("_"):
+            continue
+        names.append(rel)
+    return names
+
+
+def sql_list(items: Sequence[exp.Expression | str]) -> list[Sql]:
+    """Render a list of sqlglot expressions (or identifiers) for a template."""
+    out = []
+    for it in items:
+        if isinstance(it, exp.Expression):
+            out.append(Sql(it.sql(CANONICAL)))
+        else:
+            out.append(ident(it))
+    return out
