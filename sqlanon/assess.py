@@ -46,6 +46,7 @@ class FrequencyTables:
     classes: Relation
     q_aliases: list[Sql]
     s_aliases: list[Sql]
+    sid_aliases: list[Sql]
     qi_names: list[str]
     s_names: list[str]
 
@@ -57,15 +58,20 @@ def build_frequency_tables(
     qi_names: list[str],
     s_exprs: list[Sql],
     s_names: list[str],
+    sort_keys: list[Sql] | None = None,
 ) -> FrequencyTables:
+    """Scan ``source`` once into the base frequency table, then derive the class table from it."""
     q_aliases = [ident(f"q_{i}") for i in range(len(qi_exprs))]
     s_aliases = [ident(f"s_{i}") for i in range(len(s_exprs))]
+    sid_aliases = [ident(f"sid_{i}") for i in range(len(s_exprs))]
     freq = be.create_temp(
         "freq", "freq/base", source=source, q_exprs=qi_exprs, q_aliases=q_aliases,
-        s_exprs=s_exprs, s_aliases=s_aliases,
+        s_exprs=s_exprs, s_aliases=s_aliases, sid_aliases=sid_aliases,
+        sort_keys=sort_keys or s_aliases,
     )
     classes = be.create_temp("cls", "freq/classes", freq=freq, q_aliases=q_aliases)
-    return FrequencyTables(freq, classes, q_aliases, s_aliases, list(qi_names), list(s_names))
+    return FrequencyTables(freq, classes, q_aliases, s_aliases, sid_aliases, list(qi_names),
+                           list(s_names))
 
 
 def check_columns(be: Backend, policy: Policy, rel: Relation | None = None) -> dict[str, Column]:
@@ -157,7 +163,9 @@ def assess(be: Backend, policy: Policy, relation: Relation | None = None,
     qi_names = [c.name for c in policy.quasi]
     s_names = [c.name for c in policy.sensitive]
     qi_exprs = qi_exprs or [ident(n) for n in qi_names]
-    ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names)
+    sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
+    ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names,
+                                sort_keys)
     return assess_tables(be, policy, ft, rel, cols)
 
 
@@ -186,8 +194,8 @@ def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relatio
                 )
         l_rank = _l_rank(policy, name)
         stats = be.create_temp(
-            "sens", "assess/sensitive_classes", freq=ft.freq, s_alias=alias, sort_key=sort_key,
-            l_rank=l_rank,
+            "sens", "assess/sensitive_classes", freq=ft.freq, p=Sql(f"a{i}"),
+            sid_alias=ft.sid_aliases[i], l_rank=l_rank,
         )
         stats_alias[name] = f"s{i}"
         joins.append({"rel": stats, "alias": ident(f"s{i}")})

@@ -178,8 +178,13 @@ class TestDB:
                 con.execute(f"DROP TABLE IF EXISTS {full}")
                 con.execute(f"CREATE TABLE {full} ({coldefs})")
                 if rows:
-                    ph = ", ".join("?" for _ in columns)
-                    con.executemany(f"INSERT INTO {full} VALUES ({ph})", [list(r) for r in rows])
+                    import pandas as pd
+
+                    frame = pd.DataFrame([list(r) for r in rows], columns=[f"c{i}" for i in range(len(columns))],
+                                         dtype=object)
+                    con.register("_load_frame", frame)
+                    con.execute(f"INSERT INTO {full} SELECT * FROM _load_frame")
+                    con.unregister("_load_frame")
             finally:
                 con.close()
         else:

@@ -11,7 +11,6 @@ import math
 
 import pytest
 
-
 from tests.conftest import PATIENT_TYPES, patients_rows
 from tests.helpers import cli, cli_json, write_policy
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import jinja2
 import sqlglot
+from markupsafe import Markup
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
@@ -74,12 +75,15 @@ def lit(value: object) -> Sql:
 
 
 def _finalize(value: object) -> object:
-    if value is None or isinstance(value, Sql | bool | int | float):
-        if isinstance(value, bool):
-            return "TRUE" if value else "FALSE"
+    # Autoescape is on so that macro output (Markup) passes, while a plain str raises here.
+    if isinstance(value, Markup):
         return value
+    if isinstance(value, bool):
+        return Markup("TRUE" if value else "FALSE")
+    if isinstance(value, Sql | int | float):
+        return Markup(str(value))
     if isinstance(value, exp.Expression):
-        return value.sql(CANONICAL)
+        return Markup(value.sql(CANONICAL))
     raise SqlanonError(
         f"template received a raw value {value!r}; pass it through the ident/lit/rel filters"
     )
@@ -117,7 +121,7 @@ def _env() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=jinja2.StrictUndefined,
         finalize=_finalize,
-        autoescape=False,
+        autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
