@@ -156,21 +156,25 @@ def _f(x: Any) -> float | None:
 
 
 def assess(be: Backend, policy: Policy, relation: Relation | None = None,
-           qi_exprs: list[Sql] | None = None) -> dict[str, Any]:
-    """Measure ``relation`` (default: the policy's source) and return the documented JSON object."""
+           qi_exprs: list[Sql] | None = None, reference: FrequencyTables | None = None) -> dict[str, Any]:
+    """Measure ``relation`` (default: the policy's source) and return the documented JSON object.
+
+    ``reference``: the source's frequency tables, when a published relation is re-verified; the
+    table-wide distribution p(w) of t-closeness is then the source's, as in the search.
+    """
     rel = relation or policy.source
-    cols = check_columns(be, policy, rel)
+    check_columns(be, policy, rel)
     qi_names = [c.name for c in policy.quasi]
     s_names = [c.name for c in policy.sensitive]
     qi_exprs = qi_exprs or [ident(n) for n in qi_names]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
     ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names,
                                 sort_keys)
-    return assess_tables(be, policy, ft, rel, cols)
+    return assess_tables(be, policy, ft, rel, reference)
 
 
 def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relation,
-                  cols: dict[str, Column] | None = None) -> dict[str, Any]:
+                  reference: FrequencyTables | None = None) -> dict[str, Any]:
     k_policy = policy.k_or_1()
     summary = be.query("assess/summary", classes=ft.classes, k=k_policy)[0]
     n_rows = int(summary[0] or 0)
@@ -193,9 +197,14 @@ def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relatio
                     f"columns.{name}.order: does not list {len(bad)}+ value(s) present, e.g. {bad[0][0]!r}"
                 )
         l_rank = _l_rank(policy, name)
+        ref_ctx: dict[str, Any] = {"ref_freq": None}
+        if reference is not None:
+            j = reference.s_names.index(name)
+            ref_ctx = {"ref_freq": reference.freq, "ref_s_alias": reference.s_aliases[j],
+                       "ref_sid_alias": reference.sid_aliases[j]}
         stats = be.create_temp(
-            "sens", "assess/sensitive_classes", freq=ft.freq, p=Sql(f"a{i}"),
-            sid_alias=ft.sid_aliases[i], l_rank=l_rank,
+            "sens", "assess/sensitive_classes", freq=ft.freq, p=Sql(f"a{i}"), s_alias=alias,
+            sid_alias=ft.sid_aliases[i], l_rank=l_rank, **ref_ctx,
         )
         stats_alias[name] = f"s{i}"
         joins.append({"rel": stats, "alias": ident(f"s{i}")})

@@ -33,26 +33,18 @@ def load_patients(be: Backend, schema: str = "main", table: str = "patients") ->
 
 def run_demo(db: str | None, *, as_json: bool, console: Console) -> dict[str, Any]:
     from sqlanon.assess import assess
-    from sqlanon.report import print_assess
+    from sqlanon.publish import anonymise
+    from sqlanon.report import print_anonymise, print_assess
 
     policy = load_policy(FIXTURES / "patients.yaml")
     with session(db) as be:
         load_patients(be)
         before = assess(be, policy)
-        result: dict[str, Any] = {"assess": before}
-        try:
-            from sqlanon.anonymise import anonymise
-        except ImportError:  # pragma: no cover - anonymise arrives with the search
-            anonymise = None
-        if anonymise is not None:
-            result["anonymise"] = anonymise(be, policy, replace=True)
+        result: dict[str, Any] = {"assess": before, "anonymise": anonymise(be, policy, replace=True)}
     if as_json:
         console.print_json(json.dumps(result, default=str))
     else:
         console.print("[bold]sqlanon demo[/bold]: the 9-row patient table of seed 001 on DuckDB")
         print_assess(before, console, title="Before anonymisation:")
-        if "anonymise" in result:
-            from sqlanon.report import print_anonymise
-
-            print_anonymise(result["anonymise"], console)
+        print_anonymise(result["anonymise"], console)
     return result

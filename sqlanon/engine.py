@@ -180,9 +180,15 @@ class Backend:
         if self._spark is not None:
             yield
             return
-        tx = self._conn.begin_nested() if self._conn.in_transaction() else self._conn.begin()
-        with tx:
+        # One flat transaction (DuckDB has no savepoints): end the implicit one reads opened.
+        if self._conn.in_transaction():
+            self._conn.commit()
+        with self._conn.begin():
             yield
+
+    def rollback(self) -> None:
+        if self._conn is not None and self._conn.in_transaction():
+            self._conn.rollback()
 
     def commit(self) -> None:
         if self._conn is not None and self._conn.in_transaction():

@@ -36,18 +36,24 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
     )
     if a["sensitive"]:
         t = Table(title="sensitive attributes")
-        for col in ("attribute", "l distinct", "l entropy", "recursive c_min (l)", "EMD equal",
-                    "EMD ordered", "KL (I1)", "H(W)", "l_max", "I(W;QI)"):
-            t.add_column(col)
+        t.add_column("measure")
         for s in a["sensitive"]:
-            ld, tc, inf = a["l_diversity"][s], a["t_closeness"][s], a["information"][s]
-            rec = ld["recursive"]
-            t.add_row(
-                s, _fmt(ld["distinct"]), _fmt(ld["entropy"]),
-                f"{_fmt(rec['c_min']) if rec['c_min'] is not None else 'inf'} ({rec['l']})",
-                _fmt(tc["emd_equal"]), _fmt(tc["emd_ordered"]), _fmt(tc["kl"]),
-                _fmt(inf["entropy"]), _fmt(inf["l_max"]), _fmt(inf["mutual_information"]),
-            )
+            t.add_column(s)
+        rows = [
+            ("l distinct", lambda s: a["l_diversity"][s]["distinct"]),
+            ("l entropy (2^min H)", lambda s: a["l_diversity"][s]["entropy"]),
+            ("recursive c_min (l)", lambda s: f"{_fmt(a['l_diversity'][s]['recursive']['c_min'])} "
+                                             f"({a['l_diversity'][s]['recursive']['l']})"),
+            ("t: EMD equal", lambda s: a["t_closeness"][s]["emd_equal"]),
+            ("t: EMD ordered", lambda s: a["t_closeness"][s]["emd_ordered"]),
+            ("t: KL (max I1)", lambda s: a["t_closeness"][s]["kl"]),
+            ("H(W) bits", lambda s: a["information"][s]["entropy"]),
+            ("l_max = 2^H(W)", lambda s: a["information"][s]["l_max"]),
+            ("l_t = 2^(H(W)-t)", lambda s: a["information"][s]["l_t"]),
+            ("I(W; QI groups)", lambda s: a["information"][s]["mutual_information"]),
+        ]
+        for label, get in rows:
+            t.add_row(label, *[_fmt(get(s)) for s in a["sensitive"]])
         console.print(t)
         for s in a["sensitive"]:
             top = a["information"][s]["top_i1"][:3]
@@ -67,3 +73,22 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
             f"suppression limit {s['limit']:.2%} ({s['allowed_records']} records); "
             f"records violating any requirement: {s['records_violating_any']}"
         )
+
+
+def print_anonymise(r: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    if r.get("algorithm") != "given":
+        console.print(
+            f"[bold]{r['algorithm']}[/bold]: {r['nodes_checked']} of {r['nodes_total']} nodes checked; "
+            f"{len(r['minimal_nodes'])} minimal node(s)"
+        )
+    opt = r["optimum"]
+    console.print(f"chosen node {r['node']} ({opt['metric']} = {_fmt(opt['value'])}); "
+                  f"suppressed records: {r['suppressed_records']} of {r['rows']}")
+    if r.get("excluded_columns"):
+        console.print(f"not published (undeclared): {', '.join(r['excluded_columns'])}")
+    if r.get("sql"):
+        console.print(r["sql"] + ";", markup=False, highlight=False)
+    if r.get("published"):
+        console.print(f"published {r['publish_as']} {r['target']}; measured again:")
+        print_assess(r["published"], console, title="Published")

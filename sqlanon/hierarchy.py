@@ -1,0 +1,410 @@
+"""Generalisation hierarchies per quasi-identifier, each compiled to one SQL expression per level.
+
+Level 0 is the original value; every higher level is a text label; the top level is always full
+suppression ``'*'`` (seed 002 section 2.4: "the last domain is always one unique set containing all
+possible values"). A hierarchy's height is its number of levels minus one (seed 002 section 3.1,
+|DGH_j|). Forms, chosen by the key of the policy's ``hierarchy`` mapping:
+
+* ``file: path.csv`` ARX format, ``value;level1;...;*`` per row (paths relative to the policy);
+* ``map: {value: [level1, level2, ...]}`` the same, written in the policy;
+* ``mask: right, levels: N`` masking from the right (seed 001: ``47678 -> 4767* -> 476** ...``);
+* ``interval: {widths: [10, 20, 40], start: 0}`` or ``interval: {cuts: [[30, 41], [41]]}``
+  numeric intervals per level, labelled ``[20-30)``; optional ``labels`` per level for cut points;
+* ``date: [month, year, decade]`` truncation of dates and timestamps (day, month, year, decade).
+
+A quasi-identifier without a hierarchy has two levels: the value and ``*``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.errors import PolicyError
+from sqlanon.sql.compile import CANONICAL, Sql
+
+STAR = "*"
+
+
+def _lit(v: Any) -> exp.Expression:
+    if isinstance(v, bool):
+        return exp.Boolean(this=v)
+    if isinstance(v, int | float):
+        return exp.Literal.number(repr(v) if isinstance(v, float) else v)
+    return exp.Literal.string(str(v))
+
+
+def _text(e: exp.Expression) -> exp.Expression:
+    return exp.cast(e, exp.DataType.build("text"))
+
+
+def _star() -> exp.Expression:
+    return exp.Literal.string(STAR)
+
+
+def _simple_case(x: exp.Expression, mapping: dict[Any, str]) -> exp.Expression:
+    """``CASE x WHEN v1 THEN l1 ... ELSE '*' END``."""
+    return exp.Case(
+        this=x,
+        ifs=[exp.If(this=_lit(v), true=exp.Literal.string(str(label))) for v, label in mapping.items()],
+        default=_star(),
+    )
+
+
+@dataclass
+class Hierarchy:
+    """Base class: ``expr(level, x)`` is the SQL for the level-``level`` label of value ``x``."""
+
+    column: str
+    levels: int  # number of levels including the original value and '*'
+    numeric: bool = False
+
+    @property
+    def height(self) -> int:
+        return self.levels - 1
+
+    def expr(self, level: int, x: exp.Expression) -> exp.Expression:
+        if level == 0:
+            return x
+        if level >= self.height:
+            return _star()
+        return self._expr(level, x)
+
+    def sql(self, level: int, x: Sql, from_level: int = 0) -> Sql:
+        e = exp.maybe_parse(x, dialect=CANONICAL)
+        return Sql(self.expr_from(from_level, level, e).sql(CANONICAL))
+
+    def rollup_base(self, level: int) -> int:
+        """The finest level at or below ``level`` whose labels determine every coarser label, so a
+        frequency table at that level can be rolled up (seed 002 section 4.2, rollup property)."""
+        return level
+
+    def expr_from(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
+        """The level-``level`` label of a value already generalised to ``from_level``."""
+        if from_level == 0 or level == 0:
+            return self.expr(level, x)
+        if level >= self.height:
+            return _star()
+        if level == from_level:
+            return x
+        return self._relabel(from_level, level, x)
+
+    def _relabel(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
+        # Masks and date prefixes compose: the label of a label is the label of the value.
+        return self._expr(level, x)
+
+    def _expr(self, level: int, x: exp.Expression) -> exp.Expression:  # pragma: no cover
+        raise NotImplementedError
+
+    def coverage_predicate(self, x: exp.Expression) -> exp.Expression | None:
+        """A predicate true for values the hierarchy does not cover (None: covers everything)."""
+        return None
+
+    def describe(self) -> str:
+        return f"{type(self).__name__.replace('Hierarchy', '').lower()} ({self.levels} levels)"
+
+
+@dataclass
+class TopOnlyHierarchy(Hierarchy):
+    """No hierarchy declared: the value, or full suppression."""
+
+
+@dataclass
+class MappingHierarchy(Hierarchy):
+    """ARX-format rows ``value;l1;...;*`` (from a file or written in the policy)."""
+
+    table: dict[Any, list[str]] = field(default_factory=dict)
+    source: str = "map"
+
+    def _expr(self, level: int, x: exp.Expression) -> exp.Expression:
+        # A simple CASE with one WHEN per value: engines turn long IN lists into joins, which is
+        # far slower here. A value not in the hierarchy (one added later) is fully suppressed.
+        return _simple_case(self._key(x), {v: labels[level - 1] for v, labels in self.table.items()})
+
+    def _key(self, x: exp.Expression) -> exp.Expression:
+        return x.copy() if self.numeric else _text(x.copy())
+
+    def _in(self, x: exp.Expression, values: list[Any]) -> exp.Expression:
+        return exp.In(this=self._key(x), expressions=[_lit(v) for v in values])
+
+    def _relabel(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
+        up: dict[str, str] = {}
+        for labels in self.table.values():
+            up[labels[from_level - 1]] = labels[level - 1]
+        return _simple_case(x.copy(), up)
+
+    def coverage_predicate(self, x: exp.Expression) -> exp.Expression:
+        return exp.or_(
+            exp.Is(this=x.copy(), expression=exp.Null()),
+            exp.Not(this=self._in(x, list(self.table))),
+        )
+
+    def describe(self) -> str:
+        return f"{self.source} ({self.levels} levels, {len(self.table)} values)"
+
+
+@dataclass
+class MaskHierarchy(Hierarchy):
+    """Mask characters from the right: level i replaces the last i characters by ``*``."""
+
+    def _expr(self, level: int, x: exp.Expression) -> exp.Expression:
+        t = _text(x.copy())
+        keep = exp.Greatest(
+            this=exp.Sub(this=exp.Length(this=t.copy()), expression=exp.Literal.number(level)),
+            expressions=[exp.Literal.number(0)],
+        )
+        head = exp.Substring(this=t.copy(), start=exp.Literal.number(1), length=keep)
+        return exp.DPipe(this=exp.Coalesce(this=head, expressions=[exp.Literal.string("")]),
+                         expression=exp.Literal.string(STAR * level), safe=True)
+
+
+@dataclass
+class IntervalHierarchy(Hierarchy):
+    """Numeric intervals: fixed widths per level, or explicit cut points per level."""
+
+    widths: list[float] | None = None
+    start: float = 0
+    cuts: list[list[float]] | None = None
+    labels: list[list[str]] | None = None
+
+    def rollup_base(self, level: int) -> int:
+        # Width labels are computed, not listed: roll up from the original value only.
+        return 0 if self.widths is not None else level
+
+    def _relabel(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
+        assert self.cuts is not None
+        up: dict[str, str] = {}
+        for lo_level, hi_level in ((from_level, level),):
+            lo_cuts, hi_cuts = self.cuts[lo_level - 1], self.cuts[hi_level - 1]
+            lo_names = self.labels[lo_level - 1] if self.labels else _cut_labels(lo_cuts)
+            hi_names = self.labels[hi_level - 1] if self.labels else _cut_labels(hi_cuts)
+            # Interval i of the finer level is [lo_cuts[i-1], lo_cuts[i]); find the coarser one
+            # that contains it by its lower bound.
+            for i, name in enumerate(lo_names):
+                lower = -math.inf if i == 0 else lo_cuts[i - 1]
+                j = sum(1 for c in hi_cuts if c <= lower)
+                up[name] = hi_names[j]
+        return _simple_case(x.copy(), up)
+
+    def _expr(self, level: int, x: exp.Expression) -> exp.Expression:
+        if self.widths is not None:
+            w = self.widths[level - 1]
+            lo = exp.Add(
+                this=exp.Mul(
+                    this=exp.Floor(this=exp.Div(
+                        this=exp.cast(exp.Sub(this=x.copy(), expression=_lit(self.start)),
+                                      exp.DataType.build("double")),
+                        expression=_lit(w))),
+                    expression=_lit(w)),
+                expression=_lit(self.start),
+            )
+            integral = float(w).is_integer() and float(self.start).is_integer()
+            typ = exp.DataType.build("bigint" if integral else "double")
+            lo_t = _text(exp.cast(lo, typ))
+            hi_t = _text(exp.cast(exp.Add(this=lo.copy(), expression=_lit(w)), typ))
+            label = exp.DPipe(
+                this=exp.DPipe(
+                    this=exp.DPipe(
+                        this=exp.DPipe(this=exp.Literal.string("["), expression=lo_t, safe=True),
+                        expression=exp.Literal.string("-"), safe=True),
+                    expression=hi_t, safe=True),
+                expression=exp.Literal.string(")"), safe=True)
+            return exp.Case(ifs=[exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()),
+                                        true=_star())], default=label)
+        assert self.cuts is not None
+        cuts = self.cuts[level - 1]
+        names = self.labels[level - 1] if self.labels else _cut_labels(cuts)
+        ifs = [exp.If(this=exp.LT(this=x.copy(), expression=_lit(c)), true=exp.Literal.string(names[i]))
+               for i, c in enumerate(cuts)]
+        ifs.append(exp.If(this=exp.GTE(this=x.copy(), expression=_lit(cuts[-1])),
+                          true=exp.Literal.string(names[-1])))
+        return exp.Case(ifs=ifs, default=_star())
+
+
+def _num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(v)
+
+
+def _cut_labels(cuts: list[float]) -> list[str]:
+    out = [f"<{_num(cuts[0])}"]
+    out += [f"[{_num(a)}-{_num(b)})" for a, b in zip(cuts, cuts[1:], strict=False)]
+    out.append(f">={_num(cuts[-1])}")
+    return out
+
+
+DATE_UNITS = {"day": 10, "month": 7, "year": 4, "decade": 3}
+
+
+@dataclass
+class DateHierarchy(Hierarchy):
+    """Truncate ISO dates/timestamps: day ``2024-05-17``, month ``2024-05``, year ``2024``,
+    decade ``2020s`` (text prefixes of the ISO form, identical on every engine)."""
+
+    units: list[str] = field(default_factory=list)
+
+    def _expr(self, level: int, x: exp.Expression) -> exp.Expression:
+        unit = self.units[level - 1]
+        t = _text(x.copy())
+        head = exp.Substring(this=t, start=exp.Literal.number(1), length=exp.Literal.number(DATE_UNITS[unit]))
+        if unit == "decade":
+            return exp.DPipe(this=head, expression=exp.Literal.string("0s"), safe=True)
+        return head
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def read_arx(path: Path, key: str) -> list[list[str]]:
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            rows = [[c.strip() for c in r] for r in csv.reader(f, delimiter=";") if r and any(r)]
+    except OSError as e:
+        raise PolicyError(f"policy key {key!r}: cannot read {str(path)!r}: {e.strerror or e}") from None
+    if not rows:
+        raise PolicyError(f"policy key {key!r}: {str(path)!r} is empty")
+    return rows
+
+
+def _mapping_from_rows(column: str, rows: list[list[Any]], key: str, numeric: bool,
+                       source: str) -> MappingHierarchy:
+    width = len(rows[0])
+    for i, r in enumerate(rows):
+        if len(r) != width:
+            raise PolicyError(f"policy key {key!r}: row {i + 1} has {len(r)} levels, expected {width}")
+    if width < 2:
+        raise PolicyError(f"policy key {key!r}: a hierarchy needs at least the value and '*'")
+    table: dict[Any, list[str]] = {}
+    for r in rows:
+        value: Any = r[0]
+        if numeric:
+            try:
+                value = float(value)
+                value = int(value) if value.is_integer() else value
+            except ValueError:
+                raise PolicyError(
+                    f"policy key {key!r}: value {r[0]!r} is not numeric but column {column!r} is"
+                ) from None
+        if value in table:
+            raise PolicyError(f"policy key {key!r}: value {r[0]!r} is listed twice")
+        table[value] = [str(x) for x in r[1:]]
+    # Each level must be a function of the level below (a tree), or generalising is not monotone.
+    for lvl in range(1, width - 1):
+        up: dict[str, str] = {}
+        for labels in table.values():
+            a, b = labels[lvl - 1], labels[lvl]
+            if up.setdefault(a, b) != b:
+                raise PolicyError(
+                    f"policy key {key!r}: label {a!r} at level {lvl} generalises to both "
+                    f"{up[a]!r} and {b!r} at level {lvl + 1}"
+                )
+    return MappingHierarchy(column=column, levels=width, numeric=numeric, table=table, source=source)
+
+
+def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: Path) -> Hierarchy:
+    """Build the hierarchy of one quasi-identifier from its policy mapping."""
+    key = f"columns.{column}.hierarchy"
+    if not spec:
+        return TopOnlyHierarchy(column=column, levels=2, numeric=numeric)
+    forms = [k for k in ("file", "map", "mask", "interval", "date") if k in spec]
+    if len(forms) != 1:
+        raise PolicyError(f"policy key {key!r}: give exactly one of file, map, mask, interval, date")
+    form = forms[0]
+    allowed = {"file": {"file"}, "map": {"map"}, "mask": {"mask", "levels"},
+               "interval": {"interval", "labels"}, "date": {"date"}}[form]
+    for k in spec:
+        if k not in allowed:
+            raise PolicyError(f"policy key '{key}.{k}': unknown for a {form} hierarchy")
+    if form == "file":
+        path = (base_dir / str(spec["file"])).resolve()
+        rows = read_arx(path, f"{key}.file")
+        return _mapping_from_rows(column, rows, f"{key}.file", numeric, source=f"file {path.name}")
+    if form == "map":
+        m = spec["map"]
+        if not isinstance(m, dict) or not m:
+            raise PolicyError(f"policy key '{key}.map': expected a mapping value -> [level1, ...]")
+        rows = []
+        for v, labels in m.items():
+            labels = labels if isinstance(labels, list) else [labels]
+            if not labels or str(labels[-1]) != STAR:
+                labels = [*labels, STAR]
+            rows.append([v, *labels])
+        return _mapping_from_rows(column, rows, f"{key}.map", numeric, source="map")
+    if form == "mask":
+        if spec["mask"] != "right":
+            raise PolicyError(f"policy key '{key}.mask': only 'right' is supported, got {spec['mask']!r}")
+        n = spec.get("levels")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise PolicyError(f"policy key '{key}.levels': expected a whole number >= 1, got {n!r}")
+        return MaskHierarchy(column=column, levels=n + 1, numeric=numeric)
+    if form == "interval":
+        if not numeric:
+            raise PolicyError(f"policy key '{key}.interval': column {column!r} is not numeric")
+        iv = spec["interval"]
+        if not isinstance(iv, dict):
+            raise PolicyError(f"policy key '{key}.interval': expected a mapping with widths or cuts")
+        if ("widths" in iv) == ("cuts" in iv):
+            raise PolicyError(f"policy key '{key}.interval': give exactly one of widths, cuts")
+        for k in iv:
+            if k not in ("widths", "cuts", "start"):
+                raise PolicyError(f"policy key '{key}.interval.{k}': unknown; allowed: widths, cuts, start")
+        labels = spec.get("labels")
+        if "widths" in iv:
+            widths = iv["widths"]
+            if not isinstance(widths, list) or not widths or not all(
+                isinstance(w, int | float) and w > 0 for w in widths
+            ):
+                raise PolicyError(f"policy key '{key}.interval.widths': expected positive numbers")
+            for a, b in zip(widths, widths[1:], strict=False):
+                if not math.isclose(b / a, round(b / a)) or b <= a:
+                    raise PolicyError(
+                        f"policy key '{key}.interval.widths': {b} is not a larger multiple of {a}; "
+                        "levels must nest"
+                    )
+            start = iv.get("start", 0)
+            if labels:
+                raise PolicyError(f"policy key '{key}.labels': labels apply to cuts only")
+            return IntervalHierarchy(column=column, levels=len(widths) + 2, numeric=True,
+                                     widths=[float(w) if not float(w).is_integer() else int(w) for w in widths],
+                                     start=start)
+        cuts = iv["cuts"]
+        if not isinstance(cuts, list) or not cuts:
+            raise PolicyError(f"policy key '{key}.interval.cuts': expected a list of cut lists")
+        if all(isinstance(c, int | float) for c in cuts):
+            cuts = [cuts]
+        prev: set | None = None
+        for i, level_cuts in enumerate(cuts):
+            if not isinstance(level_cuts, list) or not level_cuts or sorted(level_cuts) != level_cuts:
+                raise PolicyError(f"policy key '{key}.interval.cuts[{i}]': expected ascending numbers")
+            if prev is not None and not set(level_cuts) <= prev:
+                raise PolicyError(
+                    f"policy key '{key}.interval.cuts[{i}]': must be a subset of the level below; "
+                    "levels must nest"
+                )
+            prev = set(level_cuts)
+        if labels is not None:
+            if isinstance(labels, list) and labels and not isinstance(labels[0], list):
+                labels = [labels]
+            if not isinstance(labels, list) or len(labels) != len(cuts):
+                raise PolicyError(f"policy key '{key}.labels': expected one label list per cut level")
+            for i, (lab, cut) in enumerate(zip(labels, cuts, strict=True)):
+                if len(lab) != len(cut) + 1:
+                    raise PolicyError(
+                        f"policy key '{key}.labels[{i}]': {len(cut)} cuts need {len(cut) + 1} labels"
+                    )
+        return IntervalHierarchy(column=column, levels=len(cuts) + 2, numeric=True, cuts=cuts,
+                                 labels=labels)
+    units = spec["date"]
+    if isinstance(units, str):
+        units = [units]
+    if not isinstance(units, list) or not units or any(u not in DATE_UNITS for u in units):
+        raise PolicyError(f"policy key '{key}.date': expected units from {', '.join(DATE_UNITS)}")
+    if [DATE_UNITS[u] for u in units] != sorted((DATE_UNITS[u] for u in units), reverse=True) or len(
+        set(units)
+    ) != len(units):
+        raise PolicyError(f"policy key '{key}.date': units must go from fine to coarse, without repeats")
+    return DateHierarchy(column=column, levels=len(units) + 2, numeric=False, units=units)

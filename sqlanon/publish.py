@@ -1,0 +1,272 @@
+"""``sqlanon anonymise`` and ``sqlanon compile``: choose a node, publish the release atomically.
+
+Publishing never touches the source. The release is built under a temporary name in the target's
+schema, measured again (``assess`` on the new relation: every requirement must hold for every class,
+and no more records may be missing than the suppression limit allows), and only then swapped in
+under the target name in one transaction. A failure at any step drops the new relation and leaves
+the old target as it was. An existing target is replaced only when asked (``--replace``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.assess import _l_rank, _sort_key, assess, requirement_checks
+from sqlanon.engine import Backend
+from sqlanon.errors import SqlanonError
+from sqlanon.hierarchy import Hierarchy
+from sqlanon.policy import ColumnSpec, Policy
+from sqlanon.relation import Relation
+from sqlanon.search import Node, Plan, Progress, build_hierarchies, node_map, prepare, run_search
+from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
+
+CID = "__sqlanon_cid"
+
+
+def release_context(policy: Policy, hierarchies: list[Hierarchy], node: Node,
+                    source_columns: list[str] | None = None) -> dict[str, Any]:
+    """Template context for ``publish/_release``: output columns, class expressions, checks."""
+    by_name = {h.column: (h, lvl) for h, lvl in zip(hierarchies, node, strict=True)}
+    order = source_columns or [c.name for c in policy.columns]
+    specs = {c.name: c for c in policy.columns}
+    out_cols, class_exprs = [], []
+    for name in order:
+        spec: ColumnSpec | None = specs.get(name)
+        if spec is None:
+            continue  # undeclared columns are not published
+        col = ident(name)
+        if spec.role == "identifier":
+            if spec.action == "drop":
+                continue
+            expr = Sql("'*'") if spec.action == "mask" else _hash(col)
+        elif spec.role == "quasi":
+            h, lvl = by_name[name]
+            expr = h.sql(int(lvl or 0), col)
+            class_exprs.append(expr)
+        else:
+            expr = col
+        out_cols.append({"alias": col, "expr": expr})
+    if any(c["alias"] == ident(CID) for c in out_cols):
+        raise SqlanonError(f"columns.{CID}: this column name is reserved by sqlanon")
+    sens = [c.name for c in policy.sensitive]
+    used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
+    ordered = {r.attribute for r in policy.privacy.t if r.measure == "emd-ordered"}
+    attrs, alias = [], {}
+    for i, s in enumerate(sens):
+        if s not in used:
+            continue
+        alias[s] = f"a{i}"
+        attrs.append({"p": Sql(f"a{i}"), "sid_alias": ident(f"__sqlanon_sid_{i}"),
+                      "sort_key": _sort_key(policy, s, ident(s)), "l_rank": _l_rank(policy, s),
+                      "ordered": s in ordered})
+    checks = requirement_checks(policy, alias)
+    any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
+    return {
+        "source": policy.source,
+        "out_cols": out_cols,
+        "class_exprs": class_exprs,
+        "cid_alias": ident(CID),
+        "attrs": attrs,
+        "any_check": Sql(any_check.sql(CANONICAL)),
+    }
+
+
+def _hash(col: Sql) -> Sql:
+    from sqlanon.sql.builders import hash_text
+
+    return hash_text(col)
+
+
+def release_sql(policy: Policy, hierarchies: list[Hierarchy], node: Node, dialect: str,
+                target: Relation, kind: str = "view", source_columns: list[str] | None = None) -> str:
+    ctx = release_context(policy, hierarchies, node, source_columns)
+    return to_sql(f"publish/create_{kind}", dialect, kind="create", target=target, **ctx)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def relation_kind(be: Backend, rel: Relation) -> str | None:
+    rows = be.query("catalog/relation_kind", name=rel.name, schema=rel.schema, catalog=rel.catalog)
+    if not rows:
+        return None
+    return "view" if "VIEW" in str(rows[0][0]).upper() else "table"
+
+
+def _drop(be: Backend, rel: Relation, kind: str) -> None:
+    be.execute(f"ddl/drop_{kind}", kind="drop", target=rel)
+
+
+def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, float]]:
+    """The optimum by ``metric`` among the candidates the metric allows (see sqlanon.metrics)."""
+    from sqlanon.metrics import candidates_for, score, value
+
+    cands = candidates_for(plan, result, metric)
+    if not cands:
+        raise SqlanonError(
+            "no generalisation satisfies the policy within the suppression limit "
+            f"({plan.allowed} records); raise privacy.suppression or relax the requirements"
+        )
+    scored = score(plan, cands, metric, result.results)
+    best = min(scored, key=lambda nv: (nv[1], sum(nv[0]), nv[0]))
+    return best[0], {"metric": metric, "value": value(best[1], metric)}
+
+
+def anonymise(be: Backend, policy: Policy, *, replace: bool = False, dry_run: bool = False,
+              levels: Node | None = None, metric: str | None = None, algorithm: str | None = None,
+              publish_as: str | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Search (unless ``levels`` is given), then publish the release (unless ``dry_run``)."""
+    kind = publish_as or policy.publish_as
+    target = policy.target
+    if target is None and not dry_run:
+        raise SqlanonError("target: the policy names no target relation to publish (or use --dry-run)")
+    if target is not None and _same(target, policy.source):
+        raise SqlanonError(f"target: {str(target)!r} is the source; sqlanon never modifies a source")
+    if target is not None and not dry_run:
+        existing = relation_kind(be, target)
+        if existing and not replace:
+            raise SqlanonError(f"target: {str(target)!r} already exists; pass --replace to replace it")
+    plan = prepare(be, policy)
+    metric = metric or policy.search.metric
+    out: dict[str, Any] = {}
+    if levels is None:
+        result = run_search(plan, algorithm or policy.search.algorithm, progress)
+        node, best = choose(plan, result, metric)
+        out.update({
+            "algorithm": result.algorithm,
+            "minimal_nodes": [node_map(plan, n) for n in result.minimal],
+            "nodes_total": result.nodes_total,
+            "nodes_checked": result.nodes_checked,
+            "queries": result.queries,
+        })
+        res = result.results.get(node)
+    else:
+        node = levels
+        from sqlanon.search import Evaluator
+
+        res = Evaluator(plan).evaluate([node])[node]
+        if not res.ok(plan.allowed):
+            raise SqlanonError(
+                f"--levels: node {node_map(plan, node)} needs {res.bad_records} records suppressed, "
+                f"more than the {plan.allowed} the policy allows"
+            )
+        from sqlanon.metrics import score, value
+
+        best = {"metric": metric, "value": value(score(plan, [node], metric, {node: res})[0][1], metric)}
+        out.update({"algorithm": "given", "minimal_nodes": [], "nodes_total": plan.nodes_total(),
+                    "nodes_checked": 1})
+    if res is None:
+        from sqlanon.search import Evaluator
+
+        res = Evaluator(plan).evaluate([node])[node]
+    out.update({
+        "node": node_map(plan, node),
+        "optimum": best,
+        "suppressed_records": res.bad_records,
+        "rows": plan.n_rows,
+        "target": str(target) if target else None,
+        "publish_as": kind,
+    })
+    src_cols = [c.name for c in be.require_columns(policy.source, "source")]
+    excluded = [c for c in src_cols if c not in {s.name for s in policy.columns}]
+    out["excluded_columns"] = excluded
+    sql = release_sql(policy, plan.hierarchies, node, be.dialect, target or Relation("release"), kind,
+                      src_cols)
+    if dry_run:
+        out["sql"] = sql
+        out["published"] = None
+        return out
+    assert target is not None
+    out["published"] = _publish(be, policy, plan, node, target, kind, replace, src_cols, res.bad_records)
+    return out
+
+
+def _same(a: Relation, b: Relation) -> bool:
+    return (a.name, a.schema or "", a.catalog or "") == (b.name, b.schema or "", b.catalog or "")
+
+
+def _publish(be: Backend, policy: Policy, plan: Plan, node: Node, target: Relation, kind: str,
+             replace: bool, src_cols: list[str], suppressed: int) -> dict[str, Any]:
+    staging = target.with_name(f"{target.name}__sqlanon_{uuid.uuid4().hex[:8]}")
+    ctx = release_context(policy, plan.hierarchies, node, src_cols)
+    be.commit()
+    try:
+        be.execute(f"publish/create_{kind}", kind="create", target=staging, **ctx)
+        be.commit()
+        published = verify(be, policy, plan, staging, suppressed)
+    except BaseException:
+        _cleanup(be, staging, kind)
+        raise
+    # The swap: one transaction, so readers see the old target or the new one, never neither.
+    existing = relation_kind(be, target)
+    old = target.with_name(f"{target.name}__sqlanon_old_{uuid.uuid4().hex[:8]}")
+    try:
+        with be.transaction():
+            if existing:
+                if not replace:
+                    raise SqlanonError(f"target: {str(target)!r} appeared meanwhile; pass --replace")
+                be.execute(f"publish/rename_{existing}", kind="alter", source=target, new_name=old.name)
+            be.execute(f"publish/rename_{kind}", kind="alter", source=staging, new_name=target.name)
+            if existing:
+                _drop(be, old, existing)
+    except BaseException:
+        _cleanup(be, staging, kind)
+        raise
+    be.commit()
+    published["source"] = str(target)
+    return published
+
+
+def _cleanup(be: Backend, rel: Relation, kind: str) -> None:
+    try:
+        be.rollback()
+        _drop(be, rel, kind)
+        be.commit()
+    except Exception:  # noqa: BLE001 - best effort; the original error is what matters
+        pass
+
+
+def verify(be: Backend, policy: Policy, plan: Plan, rel: Relation, suppressed: int) -> dict[str, Any]:
+    """Measure the new relation: every requirement must hold in every class (suppression is already
+    applied), and at most the allowed number of records may be missing."""
+    cols = [c for c in policy.columns if c.role != "identifier"]
+    check_policy = dataclasses.replace(
+        policy, source=rel, columns=tuple(cols), population=None,
+        privacy=dataclasses.replace(policy.privacy, suppression=0.0),
+    )
+    result = assess(be, check_policy, reference=plan.base)
+    missing = plan.n_rows - result["rows"]
+    bad = [req for req, ok in result["satisfied"].items() if not ok]
+    if bad or missing > plan.allowed:
+        why = f"requirements failing: {', '.join(bad)}" if bad else (
+            f"{missing} records missing, more than the {plan.allowed} allowed")
+        raise SqlanonError(f"publish: the new relation does not satisfy the policy ({why}); nothing published")
+    result["suppressed_records"] = missing
+    return result
+
+
+def compile_release(policy: Policy, dialect: str, levels_text: str | None, be: Backend | None,
+                    kind: str | None = None) -> str:
+    """CREATE VIEW (or TABLE) text for ``dialect``, at ``--levels`` or at the searched optimum."""
+    from sqlanon.search import parse_levels
+
+    kind = kind or policy.publish_as
+    target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
+    if levels_text is not None and be is None:
+        hierarchies = build_hierarchies(None, policy)
+        names = [h.column for h in hierarchies]
+        node = parse_levels(levels_text, names, [h.height for h in hierarchies])
+        return release_sql(policy, hierarchies, node, dialect, target, kind)
+    assert be is not None
+    plan = prepare(be, policy)
+    src_cols = [c.name for c in be.require_columns(policy.source, "source")]
+    if levels_text is not None:
+        node = parse_levels(levels_text, plan.qi_names, plan.heights)
+    else:
+        result = run_search(plan, policy.search.algorithm)
+        node, _ = choose(plan, result, policy.search.metric)
+    return release_sql(policy, plan.hierarchies, node, dialect, target, kind, src_cols)

@@ -1,0 +1,489 @@
+"""The generalisation lattice and its searches: Incognito, Datafly and exhaustive (MinGen).
+
+A node is a vector of levels, one per quasi-identifier (``None`` for a quasi-identifier outside the
+subset Incognito is looking at). A node satisfies the policy when the records in its classes that
+violate any requirement (k, each l, each t, the prosecutor-risk bound) number at most the
+suppression limit: those classes are the ones a release removes (seed 002 section 2.4, record
+suppression).
+
+Every node is evaluated in SQL by ``templates/search/evaluate.sql.j2``: many nodes per query, each a
+GROUPING SET over the base frequency table, so a node's frequency table is a rollup of the base
+frequency table and the source is scanned exactly once (seed 002 section 4.2, rollup property).
+
+Monotonicity. k-anonymity (with or without suppression), and l-diversity and t-closeness without
+suppression, satisfy the generalisation and subset properties (seed 002 section 4.2; Machanavajjhala
+et al. 2006 for l, Li et al. 2007 for t). l and t *with* suppression do not: generalising can merge a
+good class into a bad one and raise the count of records to suppress. For such policies Incognito
+runs on the monotone relaxation (class sizes only: k, and the least class size any l or the
+prosecutor bound implies), then evaluates the full policy on every node the relaxation lets through
+(as ARX does for non-monotonic criteria), so the result stays exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.assess import (
+    EPS,
+    FrequencyTables,
+    _l_rank,
+    _sort_key,
+    build_frequency_tables,
+    check_columns,
+    requirement_checks,
+)
+from sqlanon.engine import Backend
+from sqlanon.errors import SqlanonError
+from sqlanon.hierarchy import Hierarchy, build_hierarchy
+from sqlanon.policy import Policy
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import CANONICAL, Sql, ident
+
+Node = tuple[int | None, ...]
+Progress = Callable[[int, int, int], None]
+
+#: Nodes per evaluation query (GROUPING SETS per statement).
+BATCH = 128
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    rows: int
+    classes: int
+    bad_records: int
+    bad_classes: int
+    dm_kept: int
+    k_kept: int | None
+
+    def ok(self, allowed: int) -> bool:
+        return self.bad_records <= allowed
+
+
+@dataclass
+class Plan:
+    """What the search needs: the policy, one hierarchy per quasi-identifier, the base table."""
+
+    be: Backend
+    policy: Policy
+    hierarchies: list[Hierarchy]
+    base: FrequencyTables
+    n_rows: int
+    allowed: int
+    coded: Relation
+    code_alias: dict[tuple[int, int], Sql]
+    card: dict[tuple[int, int], int]
+
+    @property
+    def heights(self) -> list[int]:
+        return [h.height for h in self.hierarchies]
+
+    @property
+    def qi_names(self) -> list[str]:
+        return [h.column for h in self.hierarchies]
+
+    @property
+    def monotone(self) -> bool:
+        p = self.policy.privacy
+        return p.suppression == 0 or not (p.l or p.t)
+
+    def nodes_total(self) -> int:
+        return math.prod(h + 1 for h in self.heights)
+
+    def node_weights(self, node: Node) -> list[dict[tuple[int, int], int]]:
+        """The node's class key as mixed-radix weights of its level codes: class key =
+        sum(code * weight). Split into chunks whose radix product stays below 2^62 (no BIGINT
+        overflow); a constant (fully suppressed) column or one outside the subset has no weight."""
+        chunks: list[dict[tuple[int, int], int]] = []
+        cur: list[tuple[tuple[int, int], int]] = []
+        span = 1
+        for j, lvl in enumerate(node):
+            if lvl is None or self.card.get((j, lvl), 1) <= 1:
+                continue
+            c = self.card[(j, lvl)]
+            if cur and span * c >= 2**62:
+                chunks.append(_radix(cur))
+                cur, span = [], 1
+            cur.append(((j, lvl), c))
+            span *= c
+        if cur:
+            chunks.append(_radix(cur))
+        return chunks
+
+
+def _radix(cols: list[tuple[tuple[int, int], int]]) -> dict[tuple[int, int], int]:
+    weights: dict[tuple[int, int], int] = {}
+    w = 1
+    for key, card in reversed(cols):
+        weights[key] = w
+        w *= card
+    return weights
+
+
+def build_hierarchies(be: Backend | None, policy: Policy, types: dict[str, bool] | None = None
+                      ) -> list[Hierarchy]:
+    """One hierarchy per quasi-identifier; ``types`` maps column -> numeric (read from the engine)."""
+    out = []
+    for spec in policy.quasi:
+        numeric = (types or {}).get(spec.name)
+        if numeric is None:
+            numeric = _guess_numeric(spec.hierarchy)
+        out.append(build_hierarchy(spec.name, spec.hierarchy, numeric=numeric, base_dir=policy.base_dir))
+    return out
+
+
+def _guess_numeric(spec: dict | None) -> bool:
+    """Without a database: intervals are numeric; anything else is compared as text."""
+    return bool(spec) and "interval" in spec
+
+
+def prepare(be: Backend, policy: Policy) -> Plan:
+    """Check the columns and hierarchies, and build the base frequency table (one source scan)."""
+    cols = check_columns(be, policy)
+    types = {name: c.numeric for name, c in cols.items()}
+    hierarchies = build_hierarchies(be, policy, types)
+    qi_names = [h.column for h in hierarchies]
+    s_names = [c.name for c in policy.sensitive]
+    sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
+    base = build_frequency_tables(be, policy.source, [ident(n) for n in qi_names], qi_names,
+                                  [ident(n) for n in s_names], s_names, sort_keys)
+    n_rows = int(be.query("assess/summary", classes=base.classes, k=1)[0][0] or 0)
+    if n_rows == 0:
+        raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
+    check_coverage(be, hierarchies, base)
+    code_alias: dict[tuple[int, int], Sql] = {}
+    code_cols = []
+    for j, h in enumerate(hierarchies):
+        for lvl in range(h.height):  # the top level is the constant '*': no code needed
+            code_alias[(j, lvl)] = ident(f"c_{j}_{lvl}")
+            code_cols.append({"alias": code_alias[(j, lvl)], "expr": h.sql(lvl, base.q_aliases[j])})
+    coded = be.create_temp("coded", "search/coded", base=base.freq, code_cols=code_cols,
+                           sid_aliases=base.sid_aliases)
+    keys = list(code_alias)
+    card_row = be.query("search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys])[0]
+    card = {k: int(v) for k, v in zip(keys, card_row, strict=True)}
+    for r in policy.privacy.l:
+        m = int(be.query("search/distinct_count", base=base.freq,
+                         col=base.sid_aliases[s_names.index(r.attribute)])[0][0])
+        if r.l > m:
+            raise SqlanonError(
+                f"privacy.l.{r.attribute}: l = {r.l:g} exceeds the {m} distinct value(s) of "
+                f"{r.attribute!r}; no release can satisfy it"
+            )
+    allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
+    return Plan(be, policy, hierarchies, base, n_rows, allowed, coded, code_alias, card)
+
+
+def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: FrequencyTables) -> None:
+    """Refuse to search when a hierarchy does not cover a value present in the data."""
+    for h, alias in zip(hierarchies, base.q_aliases, strict=True):
+        pred = h.coverage_predicate(exp.column(alias.strip('"'), quoted=True))
+        if pred is None:
+            continue
+        rows = be.query("search/uncovered", base=base.freq, col=alias, pred=Sql(pred.sql(CANONICAL)))
+        if rows:
+            total = int(rows[0][2])
+            sample = ", ".join("NULL" if r[0] is None else repr(r[0]) for r in rows[:5])
+            raise SqlanonError(
+                f"columns.{h.column}.hierarchy: {len(rows) if len(rows) < 5 else 'at least 5'} value(s) "
+                f"present in {h.column!r} are not covered ({total} distinct in all), e.g. {sample}"
+            )
+
+
+# --------------------------------------------------------------------------------------------------
+# Node evaluation
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluator:
+    plan: Plan
+    relaxed: bool = False  # evaluate only the monotone class-size relaxation
+    checked: int = 0
+    queries: int = 0
+    cache: dict[Node, NodeResult] = field(default_factory=dict)
+
+    def _checks(self) -> list[tuple[str, exp.Expression]]:
+        pol = self.plan.policy
+        if not self.relaxed:
+            return requirement_checks(pol, {s: f"a{i}" for i, s in enumerate(self.plan.base.s_names)})
+        k = relaxed_k(pol)
+        n = exp.column("n", table=exp.to_identifier("c"))
+        return [("size", exp.LT(this=n, expression=exp.Literal.number(k)))]
+
+    def _attrs(self) -> list[dict[str, Any]]:
+        if self.relaxed:
+            return []
+        pol = self.plan.policy
+        ordered = {r.attribute for r in pol.privacy.t if r.measure == "emd-ordered"}
+        used = {r.attribute for r in pol.privacy.l} | {r.attribute for r in pol.privacy.t}
+        out = []
+        for i, s in enumerate(self.plan.base.s_names):
+            if s in used:
+                out.append({"p": Sql(f"a{i}"), "sid": self.plan.base.sid_aliases[i],
+                            "l_rank": _l_rank(pol, s), "ordered": s in ordered})
+        return out
+
+    def evaluate(self, nodes: Iterable[Node]) -> dict[Node, NodeResult]:
+        nodes = list(nodes)
+        todo = [n for n in dict.fromkeys(nodes) if n not in self.cache]
+        # Batch similar nodes: sorted by the levels of the most distinct quasi-identifiers first,
+        # a batch shares their levels, so its common rollup (the meet) has few rows.
+        plan = self.plan
+        order = sorted(range(len(plan.heights)), key=lambda j: -plan.card.get((j, 0), 1))
+        todo.sort(key=lambda n: tuple(-1 if n[j] is None else n[j] for j in order))
+        for i in range(0, len(todo), BATCH):
+            self._batch(todo[i : i + BATCH])
+        return {n: self.cache[n] for n in nodes}
+
+    def _batch(self, nodes: list[Node]) -> None:
+        plan = self.plan
+        attrs = self._attrs()
+        # The batch's meet: the coded table grouped by every level code any node of the batch uses.
+        # Coarser codes are functions of finer ones (hierarchies nest), so the meet has one row per
+        # class of the batch's lowest levels; each node then rolls up from it, not from the base.
+        weights = [plan.node_weights(n) for n in nodes]
+        used = sorted({key for ws in weights for chunk in ws for key in chunk})
+        n_chunks = max(1, max(len(ws) for ws in weights))
+        w_alias = {(ch, key): ident(f"w{ch}_{key[0]}_{key[1]}") for ch in range(n_chunks) for key in used}
+        rows_sql = []
+        for gid, ws in enumerate(weights):
+            vals = [str(gid)]
+            for ch in range(n_chunks):
+                chunk = ws[ch] if ch < len(ws) else {}
+                vals += [str(chunk.get(key, 0)) for key in used]
+            rows_sql.append(Sql("(" + ", ".join(vals) + ")"))
+        keys = []
+        for ch in range(n_chunks):
+            terms = [f"m.{plan.code_alias[key]} * n.{w_alias[(ch, key)]}" for key in used]
+            keys.append(Sql(" + ".join(terms) if terms else "0"))
+        node_cols = [ident("gid")] + [w_alias[(ch, key)] for ch in range(n_chunks) for key in used]
+        checks = self._checks()
+        any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
+        rows = plan.be.query(
+            "search/evaluate", coded=plan.coded, base=plan.base.freq, meet_cols=[plan.code_alias[k] for k in used],
+            node_rows=rows_sql, node_cols=node_cols, keys=keys, key_aliases=[ident(f"k_{i}") for i in range(len(keys))],
+            sid_aliases=[a["sid"] for a in attrs], attrs=attrs,
+            any_check=Sql(any_check.sql(CANONICAL)),
+        )
+        self.queries += 1
+        seen = set()
+        for gid, n_rows, n_classes, bad, bad_classes, dm_kept, k_kept in rows:
+            node = nodes[int(gid)]
+            seen.add(node)
+            self.cache[node] = NodeResult(int(n_rows), int(n_classes), int(bad or 0), int(bad_classes or 0),
+                                          int(dm_kept or 0), None if k_kept is None else int(k_kept))
+        if len(seen) != len(nodes):
+            raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(nodes)} nodes")
+        self.checked += len(nodes)
+
+
+def relaxed_k(policy: Policy) -> int:
+    """The least class size the policy implies: k, ceil(l) for any l-diversity, and ceil(1/r) for a
+    prosecutor-risk bound r (a class of n records has at most n distinct values and risk 1/n)."""
+    k = policy.k_or_1()
+    for r in policy.privacy.l:
+        k = max(k, math.ceil(r.l - 1e-9))
+    pros = policy.privacy.risk.get("prosecutor")
+    if pros:
+        k = max(k, math.ceil(1 / pros - 1e-9))
+    return k
+
+
+# --------------------------------------------------------------------------------------------------
+# Lattice helpers
+# --------------------------------------------------------------------------------------------------
+
+
+def predecessors(node: Node) -> list[Node]:
+    return [node[:j] + (lvl - 1,) + node[j + 1 :] for j, lvl in enumerate(node) if lvl is not None and lvl > 0]
+
+
+def successors(node: Node, heights: Sequence[int]) -> list[Node]:
+    return [node[:j] + (lvl + 1,) + node[j + 1 :]
+            for j, lvl in enumerate(node) if lvl is not None and lvl < heights[j]]
+
+
+def height(node: Node) -> int:
+    return sum(lvl for lvl in node if lvl is not None)
+
+
+def all_nodes(heights: Sequence[int]) -> list[Node]:
+    return sorted(itertools.product(*(range(h + 1) for h in heights)), key=lambda n: (height(n), n))
+
+
+def minimal(satisfying: set[Node], universe: Iterable[Node]) -> list[Node]:
+    """Satisfying nodes with no satisfying node strictly below them (exact for any predicate)."""
+    below: dict[Node, bool] = {}
+    for node in sorted(universe, key=lambda n: (height(n), n)):
+        below[node] = any(p in satisfying or below.get(p, False) for p in predecessors(node))
+    return sorted((n for n in satisfying if not below[n]), key=lambda n: (height(n), n))
+
+
+# --------------------------------------------------------------------------------------------------
+# Searches
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SearchResult:
+    algorithm: str
+    satisfying: set[Node]
+    minimal: list[Node]
+    nodes_total: int
+    nodes_checked: int
+    queries: int
+    results: dict[Node, NodeResult]
+
+
+def exhaustive(plan: Plan, progress: Progress | None = None) -> SearchResult:
+    """MinGen (seed 002 section 4.1): evaluate every node; the test oracle for the other searches."""
+    ev = Evaluator(plan)
+    nodes = all_nodes(plan.heights)
+    for i in range(0, len(nodes), BATCH):
+        ev.evaluate(nodes[i : i + BATCH])
+        if progress:
+            progress(ev.checked, 0, len(nodes) - ev.checked)
+    sat = {n for n in nodes if ev.cache[n].ok(plan.allowed)}
+    return SearchResult("exhaustive", sat, minimal(sat, nodes), len(nodes), ev.checked, ev.queries,
+                        dict(ev.cache))
+
+
+def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:
+    """Incognito (seed 002 section 4.2; LeFevre et al. 2005).
+
+    Iteration i looks at the quasi-identifier subsets of size i. Its candidates are the level
+    vectors whose every (i-1)-subset projection satisfied in iteration i-1 (subset property). Each
+    iteration walks its candidates bottom-up by height; a candidate with a satisfying direct
+    predecessor is tagged satisfying without a query (generalisation property); the others of one
+    height are evaluated together, many per query. For a non-monotone policy the walk uses the
+    monotone relaxation and the full policy is evaluated afterwards on what it lets through.
+    """
+    d = len(plan.heights)
+    ev = Evaluator(plan, relaxed=not plan.monotone)
+    total = plan.nodes_total()
+    sat_prev: dict[tuple[int, ...], set[Node]] = {}
+    pruned = 0
+    final_status: dict[Node, bool] = {}
+    for size in range(1, d + 1):
+        sat_now: dict[tuple[int, ...], set[Node]] = {}
+        candidates: list[Node] = []
+        for subset in itertools.combinations(range(d), size):
+            ranges = [range(plan.heights[j] + 1) if j in subset else [None] for j in range(d)]
+            for node in itertools.product(*ranges):
+                if size > 1 and not all(
+                    _project(node, sub) in sat_prev.get(sub, set())
+                    for sub in itertools.combinations(subset, size - 1)
+                ):
+                    pruned += 1
+                    continue
+                candidates.append(node)
+        status: dict[Node, bool] = {}
+        cand_set = set(candidates)
+        by_height: dict[int, list[Node]] = {}
+        for n in candidates:
+            by_height.setdefault(height(n), []).append(n)
+        for h in sorted(by_height):
+            todo = []
+            for n in by_height[h]:
+                if any(status.get(p) for p in predecessors(n) if p in cand_set):
+                    status[n] = True  # generalisation property
+                else:
+                    todo.append(n)
+            for n, res in ev.evaluate(todo).items():
+                status[n] = res.ok(plan.allowed)
+            if progress:
+                progress(ev.checked, pruned, max(total - len(final_status), 0))
+        for n, ok in status.items():
+            if ok:
+                sat_now.setdefault(_subset_of(n), set()).add(n)
+        sat_prev = sat_now
+        if size == d:
+            final_status = status
+    universe = all_nodes(plan.heights)
+    relaxed_sat = {n for n, ok in final_status.items() if ok}
+    checked = ev.checked
+    queries = ev.queries
+    results: dict[Node, NodeResult] = dict(ev.cache)
+    if plan.monotone:
+        sat = relaxed_sat
+    else:
+        full = Evaluator(plan)
+        res = full.evaluate(sorted(relaxed_sat, key=lambda n: (height(n), n)))
+        sat = {n for n, r in res.items() if r.ok(plan.allowed)}
+        checked += full.checked
+        queries += full.queries
+        results = dict(full.cache)
+    return SearchResult("incognito", sat, minimal(sat, universe), total, checked, queries, results)
+
+
+def _project(node: Node, subset: tuple[int, ...]) -> Node:
+    return tuple(lvl if j in subset else None for j, lvl in enumerate(node))
+
+
+def _subset_of(node: Node) -> tuple[int, ...]:
+    return tuple(j for j, lvl in enumerate(node) if lvl is not None)
+
+
+def datafly(plan: Plan, progress: Progress | None = None) -> SearchResult:
+    """Datafly (seed 002 section 4.1; Sweeney 1997): from the bottom node, generalise once more the
+    quasi-identifier with the most distinct values at its current level, until the policy holds
+    with at most the allowed suppression. Greedy: the result satisfies the policy but need not be
+    minimal or optimal."""
+    ev = Evaluator(plan)
+    node: Node = tuple(0 for _ in plan.heights)
+    while True:
+        res = ev.evaluate([node])[node]
+        if progress:
+            progress(ev.checked, 0, 0)
+        if res.ok(plan.allowed):
+            break
+        open_qis = [j for j, lvl in enumerate(node) if lvl < plan.heights[j]]
+        if not open_qis:
+            raise SqlanonError("datafly: even full suppression of every quasi-identifier violates the policy")
+        # Distinct values at the current level: the code cardinalities, counted when coding.
+        best = max(open_qis, key=lambda j: (plan.card[(j, node[j])], -j))
+        node = node[:best] + (node[best] + 1,) + node[best + 1 :]
+    return SearchResult("datafly", {node}, [node], plan.nodes_total(), ev.checked, ev.queries, dict(ev.cache))
+
+
+ALGORITHMS: dict[str, Callable[[Plan, Progress | None], SearchResult]] = {
+    "incognito": incognito,
+    "exhaustive": exhaustive,
+    "datafly": datafly,
+}
+
+
+def run_search(plan: Plan, algorithm: str, progress: Progress | None = None) -> SearchResult:
+    try:
+        fn = ALGORITHMS[algorithm]
+    except KeyError:
+        raise SqlanonError(f"search.algorithm: unknown {algorithm!r}; use {', '.join(ALGORITHMS)}") from None
+    return fn(plan, progress)
+
+
+def node_map(plan: Plan, node: Node) -> dict[str, int]:
+    return {name: int(lvl) for name, lvl in zip(plan.qi_names, node, strict=True) if lvl is not None}
+
+
+def parse_levels(text: str, plan_names: Sequence[str], heights: Sequence[int]) -> Node:
+    """``QI=L,QI=L`` -> a full node (unlisted quasi-identifiers stay at level 0)."""
+    levels = dict.fromkeys(plan_names, 0)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, val = part.rpartition("=")
+        if not sep or name not in levels:
+            raise SqlanonError(f"--levels: {part!r} does not name a quasi-identifier (QI=LEVEL)")
+        try:
+            lvl = int(val)
+        except ValueError:
+            raise SqlanonError(f"--levels: level {val!r} for {name!r} is not a whole number") from None
+        h = heights[list(plan_names).index(name)]
+        if not 0 <= lvl <= h:
+            raise SqlanonError(f"--levels: {name!r} has levels 0..{h}, got {lvl}")
+        levels[name] = lvl
+    return tuple(levels[n] for n in plan_names)
