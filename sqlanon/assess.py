@@ -65,13 +65,18 @@ def build_frequency_tables(
     s_aliases = [ident(f"s_{i}") for i in range(len(s_exprs))]
     sid_aliases = [ident(f"sid_{i}") for i in range(len(s_exprs))]
     freq = be.create_temp(
-        "freq", "freq/base", source=source, q_exprs=qi_exprs, q_aliases=q_aliases,
-        s_exprs=s_exprs, s_aliases=s_aliases, sid_aliases=sid_aliases,
+        "freq",
+        "freq/base",
+        source=source,
+        q_exprs=qi_exprs,
+        q_aliases=q_aliases,
+        s_exprs=s_exprs,
+        s_aliases=s_aliases,
+        sid_aliases=sid_aliases,
         sort_keys=sort_keys or s_aliases,
     )
     classes = be.create_temp("cls", "freq/classes", freq=freq, q_aliases=q_aliases)
-    return FrequencyTables(freq, classes, q_aliases, s_aliases, sid_aliases, list(qi_names),
-                           list(s_names))
+    return FrequencyTables(freq, classes, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
 
 
 def check_columns(be: Backend, policy: Policy, rel: Relation | None = None) -> dict[str, Column]:
@@ -128,9 +133,7 @@ def _t_violation(r: TRequirement, alias: str) -> exp.Expression:
     return exp.GT(this=_q(alias, T_COLUMN[r.measure]), expression=exp.Literal.number(repr(r.t + EPS)))
 
 
-def requirement_checks(
-    policy: Policy, stats_alias: dict[str, str]
-) -> list[tuple[str, exp.Expression]]:
+def requirement_checks(policy: Policy, stats_alias: dict[str, str]) -> list[tuple[str, exp.Expression]]:
     """(label, violation predicate over the class table ``c`` and per-attribute tables)."""
     checks: list[tuple[str, exp.Expression]] = []
     k = policy.privacy.k
@@ -143,11 +146,15 @@ def requirement_checks(
     pros = policy.privacy.risk.get("prosecutor")
     if pros is not None:
         # 1/n > r  <=>  n * r < 1: the classes whose records exceed the prosecutor bound.
-        checks.append((
-            f"risk.prosecutor <= {pros:g}",
-            exp.LT(this=exp.Mul(this=_q("c", "n"), expression=exp.Literal.number(repr(pros))),
-                   expression=exp.Literal.number(1)),
-        ))
+        checks.append(
+            (
+                f"risk.prosecutor <= {pros:g}",
+                exp.LT(
+                    this=exp.Mul(this=_q("c", "n"), expression=exp.Literal.number(repr(pros))),
+                    expression=exp.Literal.number(1),
+                ),
+            )
+        )
     return checks
 
 
@@ -155,8 +162,13 @@ def _f(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
-def assess(be: Backend, policy: Policy, relation: Relation | None = None,
-           qi_exprs: list[Sql] | None = None, reference: FrequencyTables | None = None) -> dict[str, Any]:
+def assess(
+    be: Backend,
+    policy: Policy,
+    relation: Relation | None = None,
+    qi_exprs: list[Sql] | None = None,
+    reference: FrequencyTables | None = None,
+) -> dict[str, Any]:
     """Measure ``relation`` (default: the policy's source) and return the documented JSON object.
 
     ``reference``: the source's frequency tables, when a published relation is re-verified; the
@@ -168,13 +180,13 @@ def assess(be: Backend, policy: Policy, relation: Relation | None = None,
     s_names = [c.name for c in policy.sensitive]
     qi_exprs = qi_exprs or [ident(n) for n in qi_names]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
-    ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names,
-                                sort_keys)
+    ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names, sort_keys)
     return assess_tables(be, policy, ft, rel, reference)
 
 
-def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relation,
-                  reference: FrequencyTables | None = None) -> dict[str, Any]:
+def assess_tables(
+    be: Backend, policy: Policy, ft: FrequencyTables, rel: Relation, reference: FrequencyTables | None = None
+) -> dict[str, Any]:
     k_policy = policy.k_or_1()
     summary = be.query("assess/summary", classes=ft.classes, k=k_policy)[0]
     n_rows = int(summary[0] or 0)
@@ -200,11 +212,20 @@ def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relatio
         ref_ctx: dict[str, Any] = {"ref_freq": None}
         if reference is not None:
             j = reference.s_names.index(name)
-            ref_ctx = {"ref_freq": reference.freq, "ref_s_alias": reference.s_aliases[j],
-                       "ref_sid_alias": reference.sid_aliases[j]}
+            ref_ctx = {
+                "ref_freq": reference.freq,
+                "ref_s_alias": reference.s_aliases[j],
+                "ref_sid_alias": reference.sid_aliases[j],
+            }
         stats = be.create_temp(
-            "sens", "assess/sensitive_classes", freq=ft.freq, p=Sql(f"a{i}"), s_alias=alias,
-            sid_alias=ft.sid_aliases[i], l_rank=l_rank, **ref_ctx,
+            "sens",
+            "assess/sensitive_classes",
+            freq=ft.freq,
+            p=Sql(f"a{i}"),
+            s_alias=alias,
+            sid_alias=ft.sid_aliases[i],
+            l_rank=l_rank,
+            **ref_ctx,
         )
         stats_alias[name] = f"s{i}"
         joins.append({"rel": stats, "alias": ident(f"s{i}")})
@@ -234,13 +255,18 @@ def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relatio
         tops = {}
         for key, order_by in (("top_i1", "s.kl"), ("top_i2", "s.h_w - s.entropy")):
             rows = be.query(
-                "assess/top_classes", stats=stats, classes=ft.classes, q_aliases=ft.q_aliases,
-                order_by=Sql(order_by), limit=TOP_CLASSES,
+                "assess/top_classes",
+                stats=stats,
+                classes=ft.classes,
+                q_aliases=ft.q_aliases,
+                order_by=Sql(order_by),
+                limit=TOP_CLASSES,
             )
             tops[key] = [
                 {
-                    "class": dict(zip(ft.qi_names, [_jsonable(v) for v in r[: len(ft.qi_names)]],
-                                      strict=True)),
+                    "class": dict(
+                        zip(ft.qi_names, [_jsonable(v) for v in r[: len(ft.qi_names)]], strict=True)
+                    ),
                     "size": int(r[-3]),
                     "i1": float(r[-2]),
                     "i2": float(r[-1]),
@@ -267,8 +293,11 @@ def assess_tables(be: Backend, policy: Policy, ft: FrequencyTables, rel: Relatio
     if checks:
         any_check = exp.or_(*[c for _, c in checks])
         row = be.query(
-            "assess/violations", classes=ft.classes, joins=joins,
-            checks=[_sql(c) for _, c in checks], any_check=_sql(any_check),
+            "assess/violations",
+            classes=ft.classes,
+            joins=joins,
+            checks=[_sql(c) for _, c in checks],
+            any_check=_sql(any_check),
         )[0]
         for (label, _), v in zip(checks, row[: len(checks)], strict=True):
             violations[label] = int(v or 0)
@@ -326,13 +355,16 @@ def _population_risk(be: Backend, policy: Policy, ft: FrequencyTables) -> dict[s
     for name in ft.qi_names:
         if name not in pcols:
             raise SqlanonError(f"population: relation {str(pop)!r} has no column {name!r}")
-    join_on = exp.and_(*[
-        exp.NullSafeEQ(this=_q("c", a.strip('"')), expression=_q("p", a.strip('"')))
-        for a in ft.q_aliases
-    ])
+    join_on = exp.and_(
+        *[exp.NullSafeEQ(this=_q("c", a.strip('"')), expression=_q("p", a.strip('"'))) for a in ft.q_aliases]
+    )
     row = be.query(
-        "assess/population", population=pop, classes=ft.classes, q_aliases=ft.q_aliases,
-        q_exprs=[ident(n) for n in ft.qi_names], join_on=_sql(join_on),
+        "assess/population",
+        population=pop,
+        classes=ft.classes,
+        q_aliases=ft.q_aliases,
+        q_exprs=[ident(n) for n in ft.qi_names],
+        join_on=_sql(join_on),
     )[0]
     min_big_n, sum_ratio, n_rows, missing = row
     if int(missing or 0) > 0:

@@ -66,8 +66,14 @@ def _progress_bar(console: Console) -> Any:
     """A rich progress bar fed by the search's (checked, pruned, remaining) callback."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    bar = Progress(TextColumn("search"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                   console=console, transient=True)
+    bar = Progress(
+        TextColumn("search"),
+        BarColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
     task = bar.add_task("", total=None)
 
     def update(checked: int, pruned: int, remaining: int) -> None:
@@ -82,15 +88,35 @@ def _progress_bar(console: Console) -> Any:
 @click.option("--dry-run", is_flag=True, help="Search and print the SQL; create nothing.")
 @click.option("--replace", is_flag=True, help="Replace an existing target relation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
-@click.option("--metric", default=None, help="Choose the optimum by this metric (default: policy search.metric).")
-@click.option("--algorithm", type=click.Choice(["incognito", "datafly", "exhaustive"]), default=None,
-              help="Search algorithm (default: policy search.algorithm).")
+@click.option(
+    "--metric", default=None, help="Choose the optimum by this metric (default: policy search.metric)."
+)
+@click.option(
+    "--algorithm",
+    type=click.Choice(["incognito", "datafly", "exhaustive"]),
+    default=None,
+    help="Search algorithm (default: policy search.algorithm).",
+)
 @click.option("--levels", default=None, help="Skip the search: publish this node, e.g. 'Postcode=2,Age=1'.")
-@click.option("--as", "publish_as", type=click.Choice(["view", "table"]), default=None,
-              help="Publish as a view (default; checks run at read time) or a materialised table.")
+@click.option(
+    "--as",
+    "publish_as",
+    type=click.Choice(["view", "table"]),
+    default=None,
+    help="Publish as a view (default; checks run at read time) or a materialised table.",
+)
 @_errors
-def anonymise(policy: str, db: str | None, dry_run: bool, replace: bool, as_json: bool, metric: str | None,
-              algorithm: str | None, levels: str | None, publish_as: str | None) -> None:
+def anonymise(
+    policy: str,
+    db: str | None,
+    dry_run: bool,
+    replace: bool,
+    as_json: bool,
+    metric: str | None,
+    algorithm: str | None,
+    levels: str | None,
+    publish_as: str | None,
+) -> None:
     """Search the generalisation lattice and publish the best release (view or table)."""
     from sqlanon.engine import session
     from sqlanon.policy import load_policy
@@ -105,8 +131,17 @@ def anonymise(policy: str, db: str | None, dry_run: bool, replace: bool, as_json
         node = parse_levels(levels, [h.column for h in hs], [h.height for h in hs])
     bar, update = _progress_bar(console)
     with session(db) as be, bar:
-        result = run_anonymise(be, pol, replace=replace, dry_run=dry_run, levels=node, metric=metric,
-                               algorithm=algorithm, publish_as=publish_as, progress=update)
+        result = run_anonymise(
+            be,
+            pol,
+            replace=replace,
+            dry_run=dry_run,
+            levels=node,
+            metric=metric,
+            algorithm=algorithm,
+            publish_as=publish_as,
+            progress=update,
+        )
     if as_json:
         _emit_json(result)
     else:
@@ -117,12 +152,18 @@ def anonymise(policy: str, db: str | None, dry_run: bool, replace: bool, as_json
 
 @main.command(name="compile")
 @click.argument("policy", type=click.Path(dir_okay=False))
-@click.option("--dialect", required=True, help="Target dialect: duckdb, postgres, tsql, spark or any sqlglot dialect.")
-@click.option("--levels", default=None, help="The node to compile, e.g. 'Postcode=2,Age=1' (no database needed).")
+@click.option(
+    "--dialect", required=True, help="Target dialect: duckdb, postgres, tsql, spark or any sqlglot dialect."
+)
+@click.option(
+    "--levels", default=None, help="The node to compile, e.g. 'Postcode=2,Age=1' (no database needed)."
+)
 @click.option("--db", "db", default=None, help="Database to search when --levels is not given.")
 @click.option("--as", "publish_as", type=click.Choice(["view", "table"]), default=None)
 @_errors
-def compile_cmd(policy: str, dialect: str, levels: str | None, db: str | None, publish_as: str | None) -> None:
+def compile_cmd(
+    policy: str, dialect: str, levels: str | None, db: str | None, publish_as: str | None
+) -> None:
     """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run."""
     import sqlglot
 

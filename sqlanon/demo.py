@@ -25,9 +25,14 @@ def load_patients(be: Backend, schema: str = "main", table: str = "patients") ->
     rel = Relation(table, schema=schema)
     be.execute("ddl/drop_table", kind="drop", target=rel)
     be.execute("fixtures/patients_create", kind="create", target=rel)
-    be.execute("fixtures/patients_insert", kind="insert", target=rel, rows=[
-        [int(r["PatientID"]), r["PatientName"], r["Postcode"], int(r["Age"]), r["Disease"]] for r in rows
-    ])
+    be.execute(
+        "fixtures/patients_insert",
+        kind="insert",
+        target=rel,
+        rows=[
+            [int(r["PatientID"]), r["PatientName"], r["Postcode"], int(r["Age"]), r["Disease"]] for r in rows
+        ],
+    )
     be.commit()
 
 

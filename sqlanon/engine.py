@@ -54,8 +54,9 @@ NUMERIC_TYPE = re.compile(
     r"INT\d|FLOAT\d?|REAL|DOUBLE|DOUBLE PRECISION|DECIMAL|NUMERIC)\b",
     re.IGNORECASE,
 )
-TEMPORAL_TYPE = re.compile(r"^(DATE|TIMESTAMP|TIMESTAMP WITH(OUT)? TIME ZONE|TIMESTAMPTZ|DATETIME)",
-                           re.IGNORECASE)
+TEMPORAL_TYPE = re.compile(
+    r"^(DATE|TIMESTAMP|TIMESTAMP WITH(OUT)? TIME ZONE|TIMESTAMPTZ|DATETIME)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,13 @@ class Backend:
             # Spark: CREATE TEMPORARY VIEW is lazy; CACHE TABLE materialises it once.
             self._run(f"CACHE TABLE {ident(rel.name)} AS {select}".replace('"', "`"))
         else:
-            self.execute("ddl/create_temp", kind="create", _target=rel, _template=find_template(template, self.dialect), **context)
+            self.execute(
+                "ddl/create_temp",
+                kind="create",
+                _target=rel,
+                _template=find_template(template, self.dialect),
+                **context,
+            )
         self._temps.append(rel.name)
         return rel
 

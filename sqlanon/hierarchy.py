@@ -159,8 +159,11 @@ class MaskHierarchy(Hierarchy):
             expressions=[exp.Literal.number(0)],
         )
         head = exp.Substring(this=t.copy(), start=exp.Literal.number(1), length=keep)
-        return exp.DPipe(this=exp.Coalesce(this=head, expressions=[exp.Literal.string("")]),
-                         expression=exp.Literal.string(STAR * level), safe=True)
+        return exp.DPipe(
+            this=exp.Coalesce(this=head, expressions=[exp.Literal.string("")]),
+            expression=exp.Literal.string(STAR * level),
+            safe=True,
+        )
 
 
 @dataclass
@@ -196,11 +199,17 @@ class IntervalHierarchy(Hierarchy):
             w = self.widths[level - 1]
             lo = exp.Add(
                 this=exp.Mul(
-                    this=exp.Floor(this=exp.Div(
-                        this=exp.cast(exp.Sub(this=x.copy(), expression=_lit(self.start)),
-                                      exp.DataType.build("double")),
-                        expression=_lit(w))),
-                    expression=_lit(w)),
+                    this=exp.Floor(
+                        this=exp.Div(
+                            this=exp.cast(
+                                exp.Sub(this=x.copy(), expression=_lit(self.start)),
+                                exp.DataType.build("double"),
+                            ),
+                            expression=_lit(w),
+                        )
+                    ),
+                    expression=_lit(w),
+                ),
                 expression=_lit(self.start),
             )
             integral = float(w).is_integer() and float(self.start).is_integer()
@@ -211,18 +220,28 @@ class IntervalHierarchy(Hierarchy):
                 this=exp.DPipe(
                     this=exp.DPipe(
                         this=exp.DPipe(this=exp.Literal.string("["), expression=lo_t, safe=True),
-                        expression=exp.Literal.string("-"), safe=True),
-                    expression=hi_t, safe=True),
-                expression=exp.Literal.string(")"), safe=True)
-            return exp.Case(ifs=[exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()),
-                                        true=_star())], default=label)
+                        expression=exp.Literal.string("-"),
+                        safe=True,
+                    ),
+                    expression=hi_t,
+                    safe=True,
+                ),
+                expression=exp.Literal.string(")"),
+                safe=True,
+            )
+            return exp.Case(
+                ifs=[exp.If(this=exp.Is(this=x.copy(), expression=exp.Null()), true=_star())], default=label
+            )
         assert self.cuts is not None
         cuts = self.cuts[level - 1]
         names = self.labels[level - 1] if self.labels else _cut_labels(cuts)
-        ifs = [exp.If(this=exp.LT(this=x.copy(), expression=_lit(c)), true=exp.Literal.string(names[i]))
-               for i, c in enumerate(cuts)]
-        ifs.append(exp.If(this=exp.GTE(this=x.copy(), expression=_lit(cuts[-1])),
-                          true=exp.Literal.string(names[-1])))
+        ifs = [
+            exp.If(this=exp.LT(this=x.copy(), expression=_lit(c)), true=exp.Literal.string(names[i]))
+            for i, c in enumerate(cuts)
+        ]
+        ifs.append(
+            exp.If(this=exp.GTE(this=x.copy(), expression=_lit(cuts[-1])), true=exp.Literal.string(names[-1]))
+        )
         return exp.Case(ifs=ifs, default=_star())
 
 
@@ -270,8 +289,9 @@ def read_arx(path: Path, key: str) -> list[list[str]]:
     return rows
 
 
-def _mapping_from_rows(column: str, rows: list[list[Any]], key: str, numeric: bool,
-                       source: str) -> MappingHierarchy:
+def _mapping_from_rows(
+    column: str, rows: list[list[Any]], key: str, numeric: bool, source: str
+) -> MappingHierarchy:
     width = len(rows[0])
     for i, r in enumerate(rows):
         if len(r) != width:
@@ -314,8 +334,13 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
     if len(forms) != 1:
         raise PolicyError(f"policy key {key!r}: give exactly one of file, map, mask, interval, date")
     form = forms[0]
-    allowed = {"file": {"file"}, "map": {"map"}, "mask": {"mask", "levels"},
-               "interval": {"interval", "labels"}, "date": {"date"}}[form]
+    allowed = {
+        "file": {"file"},
+        "map": {"map"},
+        "mask": {"mask", "levels"},
+        "interval": {"interval", "labels"},
+        "date": {"date"},
+    }[form]
     for k in spec:
         if k not in allowed:
             raise PolicyError(f"policy key '{key}.{k}': unknown for a {form} hierarchy")
@@ -355,8 +380,10 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
         labels = spec.get("labels")
         if "widths" in iv:
             widths = iv["widths"]
-            if not isinstance(widths, list) or not widths or not all(
-                isinstance(w, int | float) and w > 0 for w in widths
+            if (
+                not isinstance(widths, list)
+                or not widths
+                or not all(isinstance(w, int | float) and w > 0 for w in widths)
             ):
                 raise PolicyError(f"policy key '{key}.interval.widths': expected positive numbers")
             for a, b in zip(widths, widths[1:], strict=False):
@@ -368,9 +395,13 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
             start = iv.get("start", 0)
             if labels:
                 raise PolicyError(f"policy key '{key}.labels': labels apply to cuts only")
-            return IntervalHierarchy(column=column, levels=len(widths) + 2, numeric=True,
-                                     widths=[float(w) if not float(w).is_integer() else int(w) for w in widths],
-                                     start=start)
+            return IntervalHierarchy(
+                column=column,
+                levels=len(widths) + 2,
+                numeric=True,
+                widths=[float(w) if not float(w).is_integer() else int(w) for w in widths],
+                start=start,
+            )
         cuts = iv["cuts"]
         if not isinstance(cuts, list) or not cuts:
             raise PolicyError(f"policy key '{key}.interval.cuts': expected a list of cut lists")
@@ -396,8 +427,7 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
                     raise PolicyError(
                         f"policy key '{key}.labels[{i}]': {len(cut)} cuts need {len(cut) + 1} labels"
                     )
-        return IntervalHierarchy(column=column, levels=len(cuts) + 2, numeric=True, cuts=cuts,
-                                 labels=labels)
+        return IntervalHierarchy(column=column, levels=len(cuts) + 2, numeric=True, cuts=cuts, labels=labels)
     units = spec["date"]
     if isinstance(units, str):
         units = [units]

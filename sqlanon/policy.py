@@ -31,8 +31,15 @@ def _fail(key: str, msg: str) -> PolicyError:
     return PolicyError(f"policy key {key!r}: {msg}")
 
 
-def _number(key: str, value: Any, *, lo: float | None = None, hi: float | None = None,
-            integer: bool = False, lo_open: bool = False) -> float:
+def _number(
+    key: str,
+    value: Any,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    integer: bool = False,
+    lo_open: bool = False,
+) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(key, f"expected a number, got {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -62,10 +69,10 @@ def _known(key: str, d: dict, allowed: tuple[str, ...]) -> None:
 class ColumnSpec:
     name: str
     role: str
-    action: str | None = None           # identifiers: drop | mask | hash
-    hierarchy: dict | None = None       # quasi-identifiers: see sqlanon.hierarchy
-    order: tuple | None = None          # sensitive: explicit value order for the ordered EMD
-    weight: float = 1.0                 # quasi-identifiers: NCP weight
+    action: str | None = None  # identifiers: drop | mask | hash
+    hierarchy: dict | None = None  # quasi-identifiers: see sqlanon.hierarchy
+    order: tuple | None = None  # sensitive: explicit value order for the ordered EMD
+    weight: float = 1.0  # quasi-identifiers: NCP weight
 
 
 @dataclass(frozen=True)
@@ -248,8 +255,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     """Validate a policy mapping (as loaded from YAML)."""
     if not isinstance(data, dict):
         raise PolicyError("policy: expected a YAML mapping at the top level")
-    _known("", data, ("source", "target", "population", "columns", "privacy", "search", "publish",
-                      "label"))
+    _known("", data, ("source", "target", "population", "columns", "privacy", "search", "publish", "label"))
     if "source" not in data:
         raise _fail("source", "missing; name the relation to read")
     source = _relation("source", data["source"])

@@ -27,8 +27,9 @@ from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
 CID = "__sqlanon_cid"
 
 
-def release_context(policy: Policy, hierarchies: list[Hierarchy], node: Node,
-                    source_columns: list[str] | None = None) -> dict[str, Any]:
+def release_context(
+    policy: Policy, hierarchies: list[Hierarchy], node: Node, source_columns: list[str] | None = None
+) -> dict[str, Any]:
     """Template context for ``publish/_release``: output columns, class expressions, checks."""
     by_name = {h.column: (h, lvl) for h, lvl in zip(hierarchies, node, strict=True)}
     order = source_columns or [c.name for c in policy.columns]
@@ -60,9 +61,15 @@ def release_context(policy: Policy, hierarchies: list[Hierarchy], node: Node,
         if s not in used:
             continue
         alias[s] = f"a{i}"
-        attrs.append({"p": Sql(f"a{i}"), "sid_alias": ident(f"__sqlanon_sid_{i}"),
-                      "sort_key": _sort_key(policy, s, ident(s)), "l_rank": _l_rank(policy, s),
-                      "ordered": s in ordered})
+        attrs.append(
+            {
+                "p": Sql(f"a{i}"),
+                "sid_alias": ident(f"__sqlanon_sid_{i}"),
+                "sort_key": _sort_key(policy, s, ident(s)),
+                "l_rank": _l_rank(policy, s),
+                "ordered": s in ordered,
+            }
+        )
     checks = requirement_checks(policy, alias)
     any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
     return {
@@ -81,8 +88,15 @@ def _hash(col: Sql) -> Sql:
     return hash_text(col)
 
 
-def release_sql(policy: Policy, hierarchies: list[Hierarchy], node: Node, dialect: str,
-                target: Relation, kind: str = "view", source_columns: list[str] | None = None) -> str:
+def release_sql(
+    policy: Policy,
+    hierarchies: list[Hierarchy],
+    node: Node,
+    dialect: str,
+    target: Relation,
+    kind: str = "view",
+    source_columns: list[str] | None = None,
+) -> str:
     ctx = release_context(policy, hierarchies, node, source_columns)
     return to_sql(f"publish/create_{kind}", dialect, kind="create", target=target, **ctx)
 
@@ -116,9 +130,18 @@ def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, float]
     return best[0], {"metric": metric, "value": value(best[1], metric)}
 
 
-def anonymise(be: Backend, policy: Policy, *, replace: bool = False, dry_run: bool = False,
-              levels: Node | None = None, metric: str | None = None, algorithm: str | None = None,
-              publish_as: str | None = None, progress: Progress | None = None) -> dict[str, Any]:
+def anonymise(
+    be: Backend,
+    policy: Policy,
+    *,
+    replace: bool = False,
+    dry_run: bool = False,
+    levels: Node | None = None,
+    metric: str | None = None,
+    algorithm: str | None = None,
+    publish_as: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Search (unless ``levels`` is given), then publish the release (unless ``dry_run``)."""
     kind = publish_as or policy.publish_as
     target = policy.target
@@ -136,13 +159,15 @@ def anonymise(be: Backend, policy: Policy, *, replace: bool = False, dry_run: bo
     if levels is None:
         result = run_search(plan, algorithm or policy.search.algorithm, progress)
         node, best = choose(plan, result, metric)
-        out.update({
-            "algorithm": result.algorithm,
-            "minimal_nodes": [node_map(plan, n) for n in result.minimal],
-            "nodes_total": result.nodes_total,
-            "nodes_checked": result.nodes_checked,
-            "queries": result.queries,
-        })
+        out.update(
+            {
+                "algorithm": result.algorithm,
+                "minimal_nodes": [node_map(plan, n) for n in result.minimal],
+                "nodes_total": result.nodes_total,
+                "nodes_checked": result.nodes_checked,
+                "queries": result.queries,
+            }
+        )
         res = result.results.get(node)
     else:
         node = levels
@@ -157,25 +182,29 @@ def anonymise(be: Backend, policy: Policy, *, replace: bool = False, dry_run: bo
         from sqlanon.metrics import score, value
 
         best = {"metric": metric, "value": value(score(plan, [node], metric, {node: res})[0][1], metric)}
-        out.update({"algorithm": "given", "minimal_nodes": [], "nodes_total": plan.nodes_total(),
-                    "nodes_checked": 1})
+        out.update(
+            {"algorithm": "given", "minimal_nodes": [], "nodes_total": plan.nodes_total(), "nodes_checked": 1}
+        )
     if res is None:
         from sqlanon.search import Evaluator
 
         res = Evaluator(plan).evaluate([node])[node]
-    out.update({
-        "node": node_map(plan, node),
-        "optimum": best,
-        "suppressed_records": res.bad_records,
-        "rows": plan.n_rows,
-        "target": str(target) if target else None,
-        "publish_as": kind,
-    })
+    out.update(
+        {
+            "node": node_map(plan, node),
+            "optimum": best,
+            "suppressed_records": res.bad_records,
+            "rows": plan.n_rows,
+            "target": str(target) if target else None,
+            "publish_as": kind,
+        }
+    )
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
     excluded = [c for c in src_cols if c not in {s.name for s in policy.columns}]
     out["excluded_columns"] = excluded
-    sql = release_sql(policy, plan.hierarchies, node, be.dialect, target or Relation("release"), kind,
-                      src_cols)
+    sql = release_sql(
+        policy, plan.hierarchies, node, be.dialect, target or Relation("release"), kind, src_cols
+    )
     if dry_run:
         out["sql"] = sql
         out["published"] = None
@@ -189,8 +218,17 @@ def _same(a: Relation, b: Relation) -> bool:
     return (a.name, a.schema or "", a.catalog or "") == (b.name, b.schema or "", b.catalog or "")
 
 
-def _publish(be: Backend, policy: Policy, plan: Plan, node: Node, target: Relation, kind: str,
-             replace: bool, src_cols: list[str], suppressed: int) -> dict[str, Any]:
+def _publish(
+    be: Backend,
+    policy: Policy,
+    plan: Plan,
+    node: Node,
+    target: Relation,
+    kind: str,
+    replace: bool,
+    src_cols: list[str],
+    suppressed: int,
+) -> dict[str, Any]:
     staging = target.with_name(f"{target.name}__sqlanon_{uuid.uuid4().hex[:8]}")
     ctx = release_context(policy, plan.hierarchies, node, src_cols)
     be.commit()
@@ -235,22 +273,31 @@ def verify(be: Backend, policy: Policy, plan: Plan, rel: Relation, suppressed: i
     applied), and at most the allowed number of records may be missing."""
     cols = [c for c in policy.columns if c.role != "identifier"]
     check_policy = dataclasses.replace(
-        policy, source=rel, columns=tuple(cols), population=None,
+        policy,
+        source=rel,
+        columns=tuple(cols),
+        population=None,
         privacy=dataclasses.replace(policy.privacy, suppression=0.0),
     )
     result = assess(be, check_policy, reference=plan.base)
     missing = plan.n_rows - result["rows"]
     bad = [req for req, ok in result["satisfied"].items() if not ok]
     if bad or missing > plan.allowed:
-        why = f"requirements failing: {', '.join(bad)}" if bad else (
-            f"{missing} records missing, more than the {plan.allowed} allowed")
-        raise SqlanonError(f"publish: the new relation does not satisfy the policy ({why}); nothing published")
+        why = (
+            f"requirements failing: {', '.join(bad)}"
+            if bad
+            else (f"{missing} records missing, more than the {plan.allowed} allowed")
+        )
+        raise SqlanonError(
+            f"publish: the new relation does not satisfy the policy ({why}); nothing published"
+        )
     result["suppressed_records"] = missing
     return result
 
 
-def compile_release(policy: Policy, dialect: str, levels_text: str | None, be: Backend | None,
-                    kind: str | None = None) -> str:
+def compile_release(
+    policy: Policy, dialect: str, levels_text: str | None, be: Backend | None, kind: str | None = None
+) -> str:
     """CREATE VIEW (or TABLE) text for ``dialect``, at ``--levels`` or at the searched optimum."""
     from sqlanon.search import parse_levels
 

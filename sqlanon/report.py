@@ -42,8 +42,13 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
         rows = [
             ("l distinct", lambda s: a["l_diversity"][s]["distinct"]),
             ("l entropy (2^min H)", lambda s: a["l_diversity"][s]["entropy"]),
-            ("recursive c_min (l)", lambda s: f"{_fmt(a['l_diversity'][s]['recursive']['c_min'])} "
-                                             f"({a['l_diversity'][s]['recursive']['l']})"),
+            (
+                "recursive c_min (l)",
+                lambda s: (
+                    f"{_fmt(a['l_diversity'][s]['recursive']['c_min'])} "
+                    f"({a['l_diversity'][s]['recursive']['l']})"
+                ),
+            ),
             ("t: EMD equal", lambda s: a["t_closeness"][s]["emd_equal"]),
             ("t: EMD ordered", lambda s: a["t_closeness"][s]["emd_ordered"]),
             ("t: KL (max I1)", lambda s: a["t_closeness"][s]["kl"]),
@@ -83,8 +88,10 @@ def print_anonymise(r: dict[str, Any], console: Console | None = None) -> None:
             f"{len(r['minimal_nodes'])} minimal node(s)"
         )
     opt = r["optimum"]
-    console.print(f"chosen node {r['node']} ({opt['metric']} = {_fmt(opt['value'])}); "
-                  f"suppressed records: {r['suppressed_records']} of {r['rows']}")
+    console.print(
+        f"chosen node {r['node']} ({opt['metric']} = {_fmt(opt['value'])}); "
+        f"suppressed records: {r['suppressed_records']} of {r['rows']}"
+    )
     if r.get("excluded_columns"):
         console.print(f"not published (undeclared): {', '.join(r['excluded_columns'])}")
     if r.get("sql"):

@@ -125,8 +125,9 @@ def _radix(cols: list[tuple[tuple[int, int], int]]) -> dict[tuple[int, int], int
     return weights
 
 
-def build_hierarchies(be: Backend | None, policy: Policy, types: dict[str, bool] | None = None
-                      ) -> list[Hierarchy]:
+def build_hierarchies(
+    be: Backend | None, policy: Policy, types: dict[str, bool] | None = None
+) -> list[Hierarchy]:
     """One hierarchy per quasi-identifier; ``types`` maps column -> numeric (read from the engine)."""
     out = []
     for spec in policy.quasi:
@@ -150,8 +151,15 @@ def prepare(be: Backend, policy: Policy) -> Plan:
     qi_names = [h.column for h in hierarchies]
     s_names = [c.name for c in policy.sensitive]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
-    base = build_frequency_tables(be, policy.source, [ident(n) for n in qi_names], qi_names,
-                                  [ident(n) for n in s_names], s_names, sort_keys)
+    base = build_frequency_tables(
+        be,
+        policy.source,
+        [ident(n) for n in qi_names],
+        qi_names,
+        [ident(n) for n in s_names],
+        s_names,
+        sort_keys,
+    )
     n_rows = int(be.query("assess/summary", classes=base.classes, k=1)[0][0] or 0)
     if n_rows == 0:
         raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
@@ -162,14 +170,18 @@ def prepare(be: Backend, policy: Policy) -> Plan:
         for lvl in range(h.height):  # the top level is the constant '*': no code needed
             code_alias[(j, lvl)] = ident(f"c_{j}_{lvl}")
             code_cols.append({"alias": code_alias[(j, lvl)], "expr": h.sql(lvl, base.q_aliases[j])})
-    coded = be.create_temp("coded", "search/coded", base=base.freq, code_cols=code_cols,
-                           sid_aliases=base.sid_aliases)
+    coded = be.create_temp(
+        "coded", "search/coded", base=base.freq, code_cols=code_cols, sid_aliases=base.sid_aliases
+    )
     keys = list(code_alias)
     card_row = be.query("search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys])[0]
     card = {k: int(v) for k, v in zip(keys, card_row, strict=True)}
     for r in policy.privacy.l:
-        m = int(be.query("search/distinct_count", base=base.freq,
-                         col=base.sid_aliases[s_names.index(r.attribute)])[0][0])
+        m = int(
+            be.query(
+                "search/distinct_count", base=base.freq, col=base.sid_aliases[s_names.index(r.attribute)]
+            )[0][0]
+        )
         if r.l > m:
             raise SqlanonError(
                 f"privacy.l.{r.attribute}: l = {r.l:g} exceeds the {m} distinct value(s) of "
@@ -225,8 +237,14 @@ class Evaluator:
         out = []
         for i, s in enumerate(self.plan.base.s_names):
             if s in used:
-                out.append({"p": Sql(f"a{i}"), "sid": self.plan.base.sid_aliases[i],
-                            "l_rank": _l_rank(pol, s), "ordered": s in ordered})
+                out.append(
+                    {
+                        "p": Sql(f"a{i}"),
+                        "sid": self.plan.base.sid_aliases[i],
+                        "l_rank": _l_rank(pol, s),
+                        "ordered": s in ordered,
+                    }
+                )
         return out
 
     def evaluate(self, nodes: Iterable[Node]) -> dict[Node, NodeResult]:
@@ -266,9 +284,16 @@ class Evaluator:
         checks = self._checks()
         any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
         rows = plan.be.query(
-            "search/evaluate", coded=plan.coded, base=plan.base.freq, meet_cols=[plan.code_alias[k] for k in used],
-            node_rows=rows_sql, node_cols=node_cols, keys=keys, key_aliases=[ident(f"k_{i}") for i in range(len(keys))],
-            sid_aliases=[a["sid"] for a in attrs], attrs=attrs,
+            "search/evaluate",
+            coded=plan.coded,
+            base=plan.base.freq,
+            meet_cols=[plan.code_alias[k] for k in used],
+            node_rows=rows_sql,
+            node_cols=node_cols,
+            keys=keys,
+            key_aliases=[ident(f"k_{i}") for i in range(len(keys))],
+            sid_aliases=[a["sid"] for a in attrs],
+            attrs=attrs,
             any_check=Sql(any_check.sql(CANONICAL)),
         )
         self.queries += 1
@@ -276,8 +301,14 @@ class Evaluator:
         for gid, n_rows, n_classes, bad, bad_classes, dm_kept, k_kept in rows:
             node = nodes[int(gid)]
             seen.add(node)
-            self.cache[node] = NodeResult(int(n_rows), int(n_classes), int(bad or 0), int(bad_classes or 0),
-                                          int(dm_kept or 0), None if k_kept is None else int(k_kept))
+            self.cache[node] = NodeResult(
+                int(n_rows),
+                int(n_classes),
+                int(bad or 0),
+                int(bad_classes or 0),
+                int(dm_kept or 0),
+                None if k_kept is None else int(k_kept),
+            )
         if len(seen) != len(nodes):
             raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(nodes)} nodes")
         self.checked += len(nodes)
@@ -301,12 +332,17 @@ def relaxed_k(policy: Policy) -> int:
 
 
 def predecessors(node: Node) -> list[Node]:
-    return [node[:j] + (lvl - 1,) + node[j + 1 :] for j, lvl in enumerate(node) if lvl is not None and lvl > 0]
+    return [
+        node[:j] + (lvl - 1,) + node[j + 1 :] for j, lvl in enumerate(node) if lvl is not None and lvl > 0
+    ]
 
 
 def successors(node: Node, heights: Sequence[int]) -> list[Node]:
-    return [node[:j] + (lvl + 1,) + node[j + 1 :]
-            for j, lvl in enumerate(node) if lvl is not None and lvl < heights[j]]
+    return [
+        node[:j] + (lvl + 1,) + node[j + 1 :]
+        for j, lvl in enumerate(node)
+        if lvl is not None and lvl < heights[j]
+    ]
 
 
 def height(node: Node) -> int:
@@ -350,8 +386,9 @@ def exhaustive(plan: Plan, progress: Progress | None = None) -> SearchResult:
         if progress:
             progress(ev.checked, 0, len(nodes) - ev.checked)
     sat = {n for n in nodes if ev.cache[n].ok(plan.allowed)}
-    return SearchResult("exhaustive", sat, minimal(sat, nodes), len(nodes), ev.checked, ev.queries,
-                        dict(ev.cache))
+    return SearchResult(
+        "exhaustive", sat, minimal(sat, nodes), len(nodes), ev.checked, ev.queries, dict(ev.cache)
+    )
 
 
 def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:

@@ -70,8 +70,13 @@ def _run_as(cmd: list[str], as_user: str | None) -> subprocess.CompletedProcess:
             os.setgid(pw.pw_gid)
             os.setuid(pw.pw_uid)
 
-        return subprocess.run(cmd, preexec_fn=demote, capture_output=True, text=True,
-                              env={"PATH": os.environ.get("PATH", ""), "HOME": pw.pw_dir, "LC_ALL": "C.UTF-8"})
+        return subprocess.run(
+            cmd,
+            preexec_fn=demote,
+            capture_output=True,
+            text=True,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": pw.pw_dir, "LC_ALL": "C.UTF-8"},
+        )
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
@@ -94,15 +99,21 @@ def _start_pg() -> PgCluster:
         os.chown(base, pw.pw_uid, pw.pw_gid)
         os.chown(sockdir, pw.pw_uid, pw.pw_gid)
     user = as_user or pwd.getpwuid(os.geteuid()).pw_name
-    r = _run_as([str(binp / "initdb"), "-D", str(datadir), "-U", user, "-A", "trust", "-E", "UTF8",
-                 "--no-sync"], as_user)
+    r = _run_as(
+        [str(binp / "initdb"), "-D", str(datadir), "-U", user, "-A", "trust", "-E", "UTF8", "--no-sync"],
+        as_user,
+    )
     if r.returncode != 0:
         raise RuntimeError(f"initdb failed: {r.stderr.strip()[-500:]}")
     port = _free_port()
-    opts = (f"-c listen_addresses='' -c unix_socket_directories={sockdir} -p {port} -c fsync=off "
-            f"-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB -c work_mem=64MB")
-    r = _run_as([str(binp / "pg_ctl"), "-D", str(datadir), "-o", opts, "-l", str(base / "log"), "-w",
-                 "start"], as_user)
+    opts = (
+        f"-c listen_addresses='' -c unix_socket_directories={sockdir} -p {port} -c fsync=off "
+        f"-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB -c work_mem=64MB"
+    )
+    r = _run_as(
+        [str(binp / "pg_ctl"), "-D", str(datadir), "-o", opts, "-l", str(base / "log"), "-w", "start"],
+        as_user,
+    )
     if r.returncode != 0:
         log = (base / "log").read_text() if (base / "log").exists() else ""
         raise RuntimeError(f"pg_ctl start failed: {r.stderr.strip()[-300:]} {log[-500:]}")
@@ -161,8 +172,14 @@ class TestDB:
     def rel(self, table: str) -> str:
         return f"{qident(self.schema)}.{qident(table)}"
 
-    def load(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]],
-             types: Sequence[str] | None = None, schema: str | None = None) -> str:
+    def load(
+        self,
+        table: str,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        types: Sequence[str] | None = None,
+        schema: str | None = None,
+    ) -> str:
         """Create ``schema.table`` and fill it (driver bulk paths: DuckDB executemany, PG COPY)."""
         schema = schema or self.schema
         if types is None:
@@ -180,8 +197,9 @@ class TestDB:
                 if rows:
                     import pandas as pd
 
-                    frame = pd.DataFrame([list(r) for r in rows], columns=[f"c{i}" for i in range(len(columns))],
-                                         dtype=object)
+                    frame = pd.DataFrame(
+                        [list(r) for r in rows], columns=[f"c{i}" for i in range(len(columns))], dtype=object
+                    )
                     con.register("_load_frame", frame)
                     con.execute(f"INSERT INTO {full} SELECT * FROM _load_frame")
                     con.unregister("_load_frame")
@@ -271,8 +289,17 @@ def mdb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 # Data
 # --------------------------------------------------------------------------------------------------
 
-ADULT_COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
-                 "occupation", "salary-class"]
+ADULT_COLUMNS = [
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "occupation",
+    "salary-class",
+]
 
 
 def read_adult() -> list[dict[str, Any]]:
@@ -291,8 +318,9 @@ def patients_rows() -> tuple[list[str], list[list[Any]]]:
     with (ROOT / "fixtures" / "patients.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     cols = ["PatientID", "PatientName", "Postcode", "Age", "Disease"]
-    return cols, [[int(r["PatientID"]), r["PatientName"], r["Postcode"], int(r["Age"]), r["Disease"]]
-                  for r in rows]
+    return cols, [
+        [int(r["PatientID"]), r["PatientName"], r["Postcode"], int(r["Age"]), r["Disease"]] for r in rows
+    ]
 
 
 PATIENT_TYPES = ["INTEGER", "VARCHAR", "VARCHAR", "INTEGER", "VARCHAR"]

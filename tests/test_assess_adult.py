@@ -116,8 +116,13 @@ def test_bezzi_marital_status_figures(adult, tmp_path):  # noqa: ANN001
     The text also says H ~ 1.85 bits, but its own l_max = 2^H = 3.53 gives H = log2(3.53) = 1.82;
     we check the two figures that agree with each other.
     """
-    a = _assess(adult, tmp_path, ["age", "sex", "race", "education"], "marital-status",
-                t={"marital-status": {"measure": "kl", "t": 0.55}})
+    a = _assess(
+        adult,
+        tmp_path,
+        ["age", "sex", "race", "education"],
+        "marital-status",
+        t={"marital-status": {"measure": "kl", "t": 0.55}},
+    )
     info = a["information"]["marital-status"]
     assert info["entropy"] == pytest.approx(math.log2(3.53), abs=0.005)
     assert info["l_max"] == pytest.approx(3.53, abs=0.01)

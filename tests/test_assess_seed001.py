@@ -55,8 +55,11 @@ def test_raw_table_is_1_anonymous(patients, tmp_path):  # noqa: ANN001
 
 def test_after_the_articles_sql_is_3_anonymous_with_a_homogeneous_class(patients, tmp_path):  # noqa: ANN001
     policy = _policy(
-        "main.anon", ["PatientName", "Postcode", "AgeGroup"], k=3,
-        l={"Disease": {"kind": "distinct", "l": 2}}, t={"Disease": {"measure": "emd-equal", "t": 0.5}},
+        "main.anon",
+        ["PatientName", "Postcode", "AgeGroup"],
+        k=3,
+        l={"Disease": {"kind": "distinct", "l": 2}},
+        t={"Disease": {"measure": "emd-equal", "t": 0.5}},
     )
     a = cli_json("assess", str(write_policy(tmp_path, policy)), "--db", patients.url)
     # The article: "* | 476** | 30 to 40 | 3", "* | 476** | Under 30 | 3", "* | 479** | Over 40 | 3"
@@ -91,10 +94,12 @@ def test_numbers_match_the_brute_force_reference(patients, tmp_path):  # noqa: A
     assert a["l_diversity"]["Disease"]["distinct"] == ref.distinct_l(dict_rows, qis, "Disease")
     assert a["t_closeness"]["Disease"]["emd_equal"] == pytest.approx(ref.emd_equal(dict_rows, qis, "Disease"))
     assert a["t_closeness"]["Disease"]["emd_ordered"] == pytest.approx(
-        ref.emd_ordered(dict_rows, qis, "Disease"))
+        ref.emd_ordered(dict_rows, qis, "Disease")
+    )
     assert a["information"]["Disease"]["entropy"] == pytest.approx(ref.entropy_w(dict_rows, "Disease"))
     assert a["information"]["Disease"]["mutual_information"] == pytest.approx(
-        ref.mutual_information(dict_rows, qis, "Disease"))
+        ref.mutual_information(dict_rows, qis, "Disease")
+    )
 
 
 def test_assess_writes_nothing(patients, tmp_path):  # noqa: ANN001

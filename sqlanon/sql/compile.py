@@ -84,9 +84,7 @@ def _finalize(value: object) -> object:
         return Markup(str(value))
     if isinstance(value, exp.Expression):
         return Markup(value.sql(CANONICAL))
-    raise SqlanonError(
-        f"template received a raw value {value!r}; pass it through the ident/lit/rel filters"
-    )
+    raise SqlanonError(f"template received a raw value {value!r}; pass it through the ident/lit/rel filters")
 
 
 def _filter_ident(value: object) -> Sql:
