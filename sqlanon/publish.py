@@ -47,7 +47,8 @@ def release_context(
         elif spec.role == "quasi":
             h, lvl = by_name[name]
             expr = h.sql(int(lvl or 0), col)
-            class_exprs.append(expr)
+            if expr != "'*'":  # a fully suppressed column splits no class (and engines refuse
+                class_exprs.append(expr)  # a constant in a window ORDER BY)
         else:
             expr = col
         out_cols.append({"alias": col, "expr": expr})

@@ -66,6 +66,10 @@ __all__ = [
     "ncp_hierarchy",
     "ncp_interval",
     "ncp_table",
+    "multiple_use",
+    "mi_utility",
+    "pmi_utility",
+    "pmi_loss",
 ]
 
 
@@ -785,3 +789,145 @@ def ncp_table(
                 orig_rows, gen_rows, qi, covers=(covers or {}).get(qi), variant=variant
             )
     return total / len(qis)
+
+
+# ---------------------------------------------------------------------------------------
+# multiple-use metric (seed 000 section 4.2; Iyengar 2002)
+# ---------------------------------------------------------------------------------------
+
+
+def multiple_use(
+    gen_rows: Rows,
+    qis: Sequence[str],
+    s: str,
+    *,
+    numeric: bool = False,
+    table_rows: Rows | None = None,
+    suppressed: int = 0,
+) -> float:
+    """Multiple-use metric, seed 000 section 4.2 (algorithm 5): the bin-size weighted average of
+    the loss of granularity l_b of the sensitive attribute ``s`` over the bins (classes):
+
+    * categorical: l_b = (M_b - 1) / (M - 1), M_b distinct values of ``s`` in bin b, M in the table;
+    * numerical:   l_b = (U_b - L_b) / (U - L), bounds of ``s`` in bin b and in the table.
+
+    ``gen_rows`` are the released (kept) records.  ``table_rows`` (default ``gen_rows``) is the
+    table that defines M, U and L -- the original table when records were suppressed.  Each of
+    the ``suppressed`` records is charged the maximal loss 1 (nothing of it is released), and the
+    weights are then size_b / (kept + suppressed).  ``None`` values count as a value for M (as
+    everywhere here) and are ignored for U and L.  A zero denominator (one value, or U = L) gives
+    l_b = 0.
+    """
+    table_rows = gen_rows if table_rows is None else table_rows
+    size_t = len(gen_rows) + suppressed
+    if size_t == 0:
+        raise ValueError("metric undefined on an empty table")
+    if numeric:
+        values_t = [r[s] for r in table_rows if r[s] is not None]
+        span_t = (max(values_t) - min(values_t)) if values_t else 0
+    else:
+        m_t = len({r[s] for r in table_rows})
+    score = 0.0
+    for members in classes(gen_rows, qis).values():
+        if numeric:
+            vals = [r[s] for r in members if r[s] is not None]
+            span_b = (max(vals) - min(vals)) if vals else 0
+            l_b = span_b / span_t if span_t else 0.0
+        else:
+            m_b = len({r[s] for r in members})
+            l_b = (m_b - 1) / (m_t - 1) if m_t > 1 else 0.0
+        score += len(members) / size_t * l_b
+    return score + suppressed / size_t
+
+
+# ---------------------------------------------------------------------------------------
+# mutual-information utility and private mutual information (seed 000 sections 4.4-4.5;
+# Goldberger & Tassa 2010)
+# ---------------------------------------------------------------------------------------
+
+
+def _cover_counts(orig_rows: Rows, gen_rows: Rows, qi: str, covers: Covers | None, col: str) -> dict:
+    """Generalised value B -> Counter of column ``col`` over the ORIGINAL records whose value of
+    ``qi`` lies in B's cover (the records X_j in B of the conditional probabilities)."""
+    cover = _cover_sets(orig_rows, gen_rows, qi, covers)
+    out: dict[object, Counter] = {}
+    for g, members in cover.items():
+        out[g] = Counter(o[col] for o in orig_rows if o[qi] in members)
+    return out
+
+
+def mi_utility(
+    orig_rows: Rows, gen_rows: Rows, qis: Sequence[str], *, covers: Mapping[str, Covers] | None = None
+) -> float:
+    """Mutual-information utility U = I(D, g(D)) (seed 000 section 4.4):
+
+        U = 1/r sum_j I(X_j; X^_j),
+        I(X_j; X^_j) = 1/n sum_i log2( Pr(X_j = R_i(j) | X_j in B_ij) / Pr(X_j = R_i(j)) )
+
+    Probabilities are counted in the original table (rows aligned with ``gen_rows``); B_ij is
+    the generalised value of record i, resolved to its cover as in ``_cover_sets``.  Logs in bits.
+    """
+    _nonempty(orig_rows)
+    n, r = len(orig_rows), len(qis)
+    total = 0.0
+    for qi in qis:
+        inside = _cover_counts(orig_rows, gen_rows, qi, (covers or {}).get(qi), qi)
+        marginal = Counter(o[qi] for o in orig_rows)
+        for o, g in zip(orig_rows, gen_rows, strict=True):
+            members = inside[g[qi]]
+            p_cond = members[o[qi]] / sum(members.values())
+            total += math.log2(p_cond / (marginal[o[qi]] / n))
+    return total / (n * r)
+
+
+def _pmi_terms(
+    orig_rows: Rows, gen_rows: Rows, qis: Sequence[str], s: str, covers: Mapping[str, Covers] | None
+) -> list[tuple[float, float]]:
+    """(Pr(Y = S_i | X_j in B_ij), Pr(Y = S_i)) for every record i and quasi-identifier j."""
+    n = len(orig_rows)
+    p_y = Counter(o[s] for o in orig_rows)
+    out = []
+    for qi in qis:
+        inside = _cover_counts(orig_rows, gen_rows, qi, (covers or {}).get(qi), s)
+        for o, g in zip(orig_rows, gen_rows, strict=True):
+            members = inside[g[qi]]
+            p_cond = members[o[s]] / sum(members.values())
+            out.append((p_cond, p_y[o[s]] / n))
+    return out
+
+
+def pmi_utility(
+    orig_rows: Rows,
+    gen_rows: Rows,
+    qis: Sequence[str],
+    s: str,
+    *,
+    covers: Mapping[str, Covers] | None = None,
+) -> float:
+    """Private mutual-information utility U_PMI (seed 000 section 4.5):
+
+        U_PMI = 1/(n r) sum_j sum_i log2( Pr(Y = S_i | X_j in B_ij) / Pr(Y = S_i) )
+
+    with Y the private (sensitive) attribute ``s`` and S_i its value in record i, probabilities
+    counted in the original table.
+    """
+    _nonempty(orig_rows)
+    terms = _pmi_terms(orig_rows, gen_rows, qis, s, covers)
+    return sum(math.log2(pc / py) for pc, py in terms) / len(terms)
+
+
+def pmi_loss(
+    orig_rows: Rows,
+    gen_rows: Rows,
+    qis: Sequence[str],
+    s: str,
+    *,
+    covers: Mapping[str, Covers] | None = None,
+) -> float:
+    """Private mutual-information loss Pi_PMI (seed 000 section 4.5):
+
+    Pi_PMI = -1/(n r) sum_i sum_j log2 Pr(Y = S_i | X_j in B_ij)
+    """
+    _nonempty(orig_rows)
+    terms = _pmi_terms(orig_rows, gen_rows, qis, s, covers)
+    return -sum(math.log2(pc) for pc, _ in terms) / len(terms)

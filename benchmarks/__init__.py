@@ -1,0 +1,1 @@
+"""Benchmarks for sqlanon: ``python -m benchmarks.run --help`` (see benchmarks/README.md)."""

@@ -1,0 +1,1 @@
+SELECT TOP 5 [s_0], SUM(cnt) AS n FROM [sqlanon_freq_00000000_0] WHERE CASE [s_0] WHEN 'Flu' THEN 0 WHEN 'Heart Disease' THEN 1 WHEN 'Cancer' THEN 2 END IS NULL AND NOT [s_0] IS NULL GROUP BY [s_0] ORDER BY n DESC

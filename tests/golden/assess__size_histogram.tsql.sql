@@ -1,0 +1,1 @@
+SELECT n AS size, COUNT_BIG(*) AS n_classes FROM [sqlanon_cls_00000000_1] GROUP BY n ORDER BY CASE WHEN n IS NULL THEN 1 ELSE 0 END, n

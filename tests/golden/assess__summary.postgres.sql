@@ -1,0 +1,1 @@
+SELECT SUM(n) AS n_rows, COUNT(*) AS n_classes, MIN(n) AS k_min, MAX(n) AS k_max, SUM(CASE WHEN n < 2 THEN n ELSE 0 END) AS rows_below_k, SUM(CASE WHEN n < 2 THEN 1 ELSE 0 END) AS classes_below_k FROM "sqlanon_cls_00000000_1"

@@ -1,0 +1,1 @@
+SELECT TOP 5 c.[q_0], c.[q_1], c.n, s.kl AS i1, s.h_w - s.entropy AS i2 FROM [sqlanon_sens_00000000_2] AS s JOIN [sqlanon_cls_00000000_1] AS c ON c.cid = s.cid ORDER BY s.kl DESC, CASE WHEN c.cid IS NULL THEN 1 ELSE 0 END, c.cid

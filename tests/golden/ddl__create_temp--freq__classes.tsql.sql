@@ -1,0 +1,1 @@
+SELECT * INTO [#sqlanon_cls_00000000_1] FROM (SELECT cid AS cid, [q_0] AS [q_0], [q_1] AS [q_1], SUM(cnt) AS n FROM [sqlanon_freq_00000000_0] GROUP BY cid, [q_0], [q_1]) AS temp

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS [sqlanon_coded_00000000_11]

@@ -1,0 +1,1 @@
+SELECT COUNT(DISTINCT "sid_0") AS m FROM "sqlanon_freq_00000000_3"
