@@ -13,7 +13,7 @@ from rich.console import Console
 
 from sqlanon.errors import SqlanonError
 
-DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB); 'spark' for local Spark"
+DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
 
 
 def _errors(fn: Callable[..., Any]) -> Callable[..., Any]:
