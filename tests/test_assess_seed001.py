@@ -109,3 +109,34 @@ def test_assess_writes_nothing(patients, tmp_path):  # noqa: ANN001
     assert code == 1  # k = 3 does not hold: exit status 1, not an error
     assert patients.relations() == before
     assert patients.sql('SELECT COUNT(*) FROM "main"."patients"') == [(9,)]
+
+
+def test_population_risks_match_the_reference(patients, tmp_path):  # noqa: ANN001
+    """Journalist and marketer risk against a population that contains the sample (seed 000 5.2-5.4)."""
+    from tests import reference as ref
+
+    cols, rows = patients_rows()
+    extra = [[100 + i, f"P{i}", pc, age, "Flu"] for i, (pc, age) in enumerate(
+        [("47678", 29), ("47678", 29), ("47905", 43), ("47606", 30), ("47673", 36), ("47673", 36)])]
+    patients.load("census", cols, rows + extra, PATIENT_TYPES)
+    policy = _policy("main.patients", ["Postcode", "Age"], k=1)
+    policy["population"] = "main.census"
+    policy["privacy"]["risk"] = {"prosecutor": 1.0, "marketer": 0.9, "journalist": 0.6}
+    a = cli_json("assess", str(write_policy(tmp_path, policy)), "--db", patients.url)
+    sample = [dict(zip(cols, r, strict=True)) for r in rows]
+    population = sample + [dict(zip(cols, r, strict=True)) for r in extra]
+    qis = ["Postcode", "Age"]
+    assert a["risk"]["journalist"] == pytest.approx(ref.journalist(sample, qis, population))
+    assert a["risk"]["marketer"] == pytest.approx(ref.marketer(sample, qis, population))
+    assert a["risk"]["prosecutor_max"] >= a["risk"]["journalist"] >= a["risk"]["marketer"]
+    assert a["satisfied"]["risk.journalist <= 0.6"] is False  # 1/min F = 1
+    assert a["satisfied"]["risk.marketer <= 0.9"] is True
+
+
+def test_population_must_contain_the_sample(patients, tmp_path):  # noqa: ANN001
+    cols, rows = patients_rows()
+    patients.load("census", cols, rows[:5], PATIENT_TYPES)
+    policy = _policy("main.patients", ["Postcode", "Age"], k=1)
+    policy["population"] = "main.census"
+    code, _, err = cli("assess", str(write_policy(tmp_path, policy)), "--db", patients.url)
+    assert code == 2 and "population" in err and "must contain" in err
