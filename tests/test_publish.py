@@ -109,7 +109,8 @@ def test_view_enforces_k_at_read_time(patients):  # noqa: ANN001
     assert len(rows) == 9 and ("479**", "Under 30") not in rows
     # Two more make the class 3-anonymous: now it shows.
     db.sql(
-        """INSERT INTO "main"."patients" VALUES (11, 'Yan', '47911', 21, 'Flu'), (12, 'Xi', '47912', 24, 'Cancer')"""
+        """INSERT INTO "main"."patients" VALUES """
+        """(11, 'Yan', '47911', 21, 'Flu'), (12, 'Xi', '47912', 24, 'Cancer')"""
     )
     assert len(db.sql('SELECT * FROM "main"."patients_anon"')) == 12
 
