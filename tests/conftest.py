@@ -24,7 +24,9 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+# The shared data sits beside the checkout (../shared); a clone elsewhere falls back to /work/shared.
+SHARED = next((p for p in (ROOT.parent / "shared", Path("/work/shared")) if (p / "data").is_dir()),
+              ROOT.parent / "shared")
 ADULT_DIR = Path(os.environ.get("SQLANON_ADULT_DIR", SHARED / "data" / "adult"))
 IN_CI = os.environ.get("CI", "").lower() == "true"
 PG_BIN_CANDIDATES = ["/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin"]
