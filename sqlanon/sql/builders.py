@@ -81,8 +81,8 @@ def xlog2y(x: object, y: object) -> Sql:
 def concat(*parts: object) -> Sql:
     """NULL-safe string concatenation.
 
-    >>> concat("LEFT(\\"p\\", 3)", "'**'")
-    "COALESCE(LEFT(\\"p\\", 3), '') || '**'"
+    >>> print(concat('LEFT("p", 3)', "'**'"))
+    COALESCE(LEFT("p", 3), '') || '**'
     """
     exprs = []
     for p in parts:
