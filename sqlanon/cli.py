@@ -194,5 +194,64 @@ def demo(db: str | None, as_json: bool) -> None:
     run_demo(db, as_json=as_json, console=Console())
 
 
+@main.command()
+@click.argument("policy", type=click.Path(dir_okay=False))
+@click.option("--levels", required=True, help="The node, e.g. 'Postcode=2,Age=1' (unlisted QIs: level 0).")
+@click.option("--db", "db", default=None, help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
+@_errors
+def evaluate(policy: str, levels: str, db: str | None, as_json: bool) -> None:
+    """Every utility and information-loss metric of one node's release; writes nothing."""
+    from sqlanon.engine import session
+    from sqlanon.metrics import evaluate_node, print_evaluate
+    from sqlanon.policy import load_policy
+
+    pol = load_policy(policy)
+    with session(db) as be:
+        result = evaluate_node(be, pol, levels)
+    if as_json:
+        _emit_json(result)
+    else:
+        print_evaluate(result, Console())
+    if not result["satisfies"]:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("policy", type=click.Path(dir_okay=False))
+@click.option("--k", "ks", default="2,3,5,10,20", show_default=True, help="The k values, comma-separated.")
+@click.option(
+    "--metric", default=None, help="Choose each optimum by this metric (default: policy search.metric)."
+)
+@click.option(
+    "--algorithm",
+    type=click.Choice(["incognito", "datafly", "exhaustive"]),
+    default=None,
+    help="Search algorithm (default: policy search.algorithm).",
+)
+@click.option("--db", "db", default=None, help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
+@_errors
+def profile(
+    policy: str, ks: str, metric: str | None, algorithm: str | None, db: str | None, as_json: bool
+) -> None:
+    """The privacy/utility trade-off: for each k, the optimal node and all its metrics; writes nothing."""
+    from sqlanon.engine import session
+    from sqlanon.metrics import parse_ks, print_profile
+    from sqlanon.metrics import profile as run_profile
+    from sqlanon.policy import load_policy
+
+    pol = load_policy(policy)
+    k_values = parse_ks(ks)
+    console = Console(stderr=True)
+    bar, update = _progress_bar(console)
+    with session(db) as be, bar:
+        result = run_profile(be, pol, k_values, metric=metric, algorithm=algorithm, progress=update)
+    if as_json:
+        _emit_json(result)
+    else:
+        print_profile(result, Console())
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

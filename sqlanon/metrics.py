@@ -42,14 +42,20 @@ NCP_j is the categorical eq. 5 (0 when B holds one value, else |B| / |A_j|, valu
 source) for a non-numeric quasi-identifier and the numerical eq. 6 ((max B - min B) / (max A_j -
 min A_j)) for a numeric one; w_j is the quasi-identifier's ``weight`` (default 1) and, as in eq. 7,
 the sum is divided by N r whatever the weights. The multiple-use metric is numerical for a numeric
-sensitive attribute and categorical otherwise.
+sensitive attribute and categorical otherwise. CM predicts the original value of the policy's
+``label`` column (also when the label is a quasi-identifier, generalised in the release); a label
+that is neither a quasi-identifier nor sensitive costs one more scan of the source.
 
 Monotonicity. A metric is monotone when it is never better at a more general node; then the optimum
-lies among the minimal satisfying nodes. Without suppression every metric here is monotone except
-``entropy_loss`` (Gionis & Tassa 2009: H(X | B) can fall when B grows). With suppression only the
-node-level distances (``height``, ``absdist``, ``reldist``) are: generalising can cut the number of
-suppressed records, and so improve any metric that counts them. :func:`candidates_for` returns the
-minimal nodes for a monotone metric and every satisfying node otherwise.
+lies among the minimal satisfying nodes. Without suppression every metric here is monotone on the
+full-domain lattice: class-based ones because generalising only merges classes, record-based ones
+because each cell's loss grows with its set B. That includes ``entropy_loss``: Gionis and Tassa show
+Pi_e is not monotone for local recoding (seed 000 section 4.3), but with global recoding it equals
+N sum_j H(X_j | X^_j), which cannot fall when X^_j is coarsened (it is then equal to
+``non_uniform_entropy``). With suppression only the node-level distances (``height``, ``absdist``,
+``reldist``) are monotone: generalising can cut the number of suppressed records, and so improve any
+metric that counts them. :func:`candidates_for` returns the minimal nodes for a monotone metric and
+every satisfying node otherwise.
 
 SQL. A node's metrics come from the base frequency table (one scan of the source) in at most three
 kinds of queries: the metrics' coded table (``templates/metrics/coded.sql.j2``, once per plan: every
@@ -66,7 +72,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -96,7 +102,7 @@ METRIC_INFO: dict[str, MetricInfo] = {
     "ncp": MetricInfo(True, False, False, "[0, sum_j w_j / r]", "1/(N r) sum_i sum_j w_j NCP_j(B_ij)"),
     "cm": MetricInfo(True, False, False, "[0, 1]", "(sum_E (|E| - majority(E)) + S) / N"),
     "multiple_use": MetricInfo(True, False, False, "[0, 1]", "(sum_E |E| l_E + S) / N"),
-    "entropy_loss": MetricInfo(False, False, False, "[0, sum_j log2 |A_j|]", "1/N sum_{i,j} H(X_j|B_ij)"),
+    "entropy_loss": MetricInfo(True, False, False, "[0, sum_j log2 |A_j|]", "1/N sum_{i,j} H(X_j|B_ij)"),
     "monotone_entropy": MetricInfo(
         True, False, False, "[0, sum_j H(X_j)]", "1/N sum_{i,j} Pr(B_ij) H(X_j|B_ij)"
     ),
@@ -106,12 +112,14 @@ METRIC_INFO: dict[str, MetricInfo] = {
     "mutual_information": MetricInfo(
         True, False, True, "[0, mean_j H(X_j)]", "1/(N r) sum_{i,j} log2(Pr(R_i(j)|B_ij)/Pr(R_i(j)))"
     ),
-    "mi_loss": MetricInfo(True, False, False, "[0, mean_j H(X_j)]", "-1/(N r) sum_{i,j} log2 Pr(R_i(j)|B_ij)"),
+    "mi_loss": MetricInfo(
+        True, False, False, "[0, mean_j H(X_j)]", "-1/(N r) sum_{i,j} log2 Pr(R_i(j)|B_ij)"
+    ),
     "private_mi": MetricInfo(
         True, False, True, "[0, H(Y)]", "1/(N r) sum_{i,j} log2(Pr(Y=S_i|B_ij)/Pr(Y=S_i))"
     ),
     "private_mi_loss": MetricInfo(
-        True, False, False, "[H(Y|X), H(Y)]", "-1/(N r) sum_{i,j} log2 Pr(Y=S_i|B_ij)"
+        True, False, False, "[mean_j H(Y|X_j), H(Y)]", "-1/(N r) sum_{i,j} log2 Pr(Y=S_i|B_ij)"
     ),
 }
 
@@ -141,6 +149,8 @@ SENSITIVE_METRICS = ("multiple_use", "private_mi", "private_mi_loss")
 
 #: Nodes per metrics query.
 BATCH = 64
+#: A metric closer to 0 than this is reported as 0 (log sums that cancel leave ~1e-16).
+ZERO = 1e-12
 
 
 def monotone(plan: Any, metric: str) -> bool:
@@ -199,8 +209,6 @@ class MetricTables:
     h_y: list[float]
     m_y: list[int]
     span_y: list[float | None]
-    queries: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _pmi(a: int) -> str:
@@ -226,19 +234,25 @@ def tables(plan: Any) -> MetricTables:
             label_expr = base.s_aliases[s_names.index(label)]
         else:
             # The label is neither a quasi-identifier nor sensitive: one more scan of the source,
-            # a frequency table that also groups by the label (as a last "sensitive" column).
-            from sqlanon.assess import _sort_key, build_frequency_tables
+            # a base frequency table that also groups by the label (as a last "sensitive" column).
+            from sqlanon.assess import FrequencyTables, _sort_key
 
             names = [*s_names, label]
-            base = build_frequency_tables(
-                be,
-                policy.source,
-                [ident(n) for n in qi_names],
-                qi_names,
-                [ident(n) for n in names],
-                names,
-                [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(names)],
+            q_aliases = [ident(f"q_{i}") for i in range(len(qi_names))]
+            s_aliases = [ident(f"s_{i}") for i in range(len(names))]
+            sid_aliases = [ident(f"sid_{i}") for i in range(len(names))]
+            freq = be.create_temp(
+                "mfreq",
+                "freq/base",
+                source=policy.source,
+                q_exprs=[ident(n) for n in qi_names],
+                q_aliases=q_aliases,
+                s_exprs=[ident(n) for n in names],
+                s_aliases=s_aliases,
+                sid_aliases=sid_aliases,
+                sort_keys=[_sort_key(policy, n, s_aliases[i]) for i, n in enumerate(names)],
             )
+            base = FrequencyTables(freq, freq, q_aliases, s_aliases, sid_aliases, qi_names, names)
             label_expr = base.s_aliases[len(s_names)]
     qi_numeric = [bool(h.numeric) for h in plan.hierarchies]
     s_numeric = [cols_by_name[s].numeric for s in s_names]
@@ -249,11 +263,11 @@ def tables(plan: Any) -> MetricTables:
                 "col": base.q_aliases[j],
                 "numeric": num,
                 "v": ident(f"v_{j}"),
-                "nv": ident(f"nv_{j}"),
                 "x": ident(f"x_{j}"),
                 "lam": ident(f"lam_{j}"),
                 "m": ident(f"m_{j}"),
                 "dspan": ident(f"dspan_{j}"),
+                "tv": ident(f"tv_{j}"),
             }
         )
     sens = []
@@ -266,6 +280,7 @@ def tables(plan: Any) -> MetricTables:
                 "ns": ident(f"ns_{a}"),
                 "y": ident(f"y_{a}"),
                 "lys": ident(f"lys_{a}"),
+                "ty": ident(f"ty_{a}"),
             }
         )
     codes = []
@@ -274,13 +289,10 @@ def tables(plan: Any) -> MetricTables:
         for lvl in range(h.height):
             c = {
                 "j": j,
+                "lvl": lvl,
                 "expr": h.sql(lvl, base.q_aliases[j]),
                 "code": plan.code_alias[(j, lvl)],
-                "nb": ident(f"nb_{j}_{lvl}"),
-                "sl": ident(f"sl_{j}_{lvl}"),
-                "span": ident(f"span_{j}_{lvl}"),
-                "dr": ident(f"dr_{j}_{lvl}"),
-                "dv": ident(f"dv_{j}_{lvl}"),
+                "t": ident(f"g_{j}_{lvl}"),
                 "nbs": [ident(f"nbs{a}_{j}_{lvl}") for a in range(len(sens))],
             }
             for kind in ("ncp", "h", "ph", "lb"):
@@ -294,7 +306,15 @@ def tables(plan: Any) -> MetricTables:
         "mcoded", "metrics/coded", freq=base.freq, codes=codes, qis=qis, sens=sens, lab=label_expr
     )
     keys = list(cols)
-    row = be.query("metrics/totals", coded=coded, sums=[cols[k] for k in keys], qis=qis, sens=sens)[0]
+    code_keys = [(c["j"], c["lvl"]) for c in codes]
+    row = be.query(
+        "metrics/totals",
+        coded=coded,
+        sums=[cols[k] for k in keys],
+        qis=qis,
+        sens=sens,
+        codes=[plan.code_alias[k] for k in code_keys],
+    )[0]
     n = int(row[0])
     pos = 1
     totals = {k: float(v or 0.0) for k, v in zip(keys, row[pos : pos + len(keys)], strict=True)}
@@ -318,6 +338,9 @@ def tables(plan: Any) -> MetricTables:
         h_y.append(max(float(hy), 0.0))
         m_y.append(int(my))
         span_y.append(None if span is None else float(span))
+    cards = {k: int(v) for k, v in zip(code_keys, row[pos : pos + len(code_keys)], strict=True)}
+    if any(cards[k] != plan.card[k] for k in code_keys):
+        raise SqlanonError("internal: the metrics' level codes differ from the search's")
     for (kind, j), v in top.items():
         totals[(kind, j, plan.heights[j])] = n * v
     mt = MetricTables(
@@ -335,7 +358,6 @@ def tables(plan: Any) -> MetricTables:
         h_y=h_y,
         m_y=m_y,
         span_y=span_y,
-        queries=2,
     )
     try:
         plan._sqlanon_metric_tables = mt
@@ -405,7 +427,8 @@ def compute(
             if m not in wanted:
                 vals[m] = None
                 continue
-            vals[m] = _value(plan, mt, m, nd, results.get(nd), per_node.get(nd, {}))
+            v = _value(plan, mt, m, nd, results.get(nd), per_node.get(nd, {}))
+            vals[m] = 0.0 if abs(v) < ZERO else v  # rounding noise of sums that cancel exactly
         out[nd] = vals
     return out
 
@@ -572,7 +595,6 @@ def _node_query(
         attrs=attrs,
         any_check=Sql(any_check.sql(CANONICAL)),
     )
-    mt.queries += 1
     out: dict[tuple, dict[str, Any]] = {}
     for row in rows:
         gid, n_rows, _n_classes, bad = (int(x or 0) for x in row[:4])
@@ -654,7 +676,7 @@ def evaluate_node(be: Any, policy: Any, levels: str) -> dict[str, Any]:
         "dialect": be.dialect,
         "node": node_map(plan, node),
         "rows": plan.n_rows,
-        "classes": res.classes,
+        "classes": res.classes - res.bad_classes,
         "suppressed_records": res.bad_records,
         "suppressed_classes": res.bad_classes,
         "allowed_suppression": plan.allowed,
@@ -708,7 +730,11 @@ def profile(
         plan = prepare(be, pol_k)
         info = info or metric_info(plan)
         result = run_search(plan, algorithm, progress)
-        entry: dict[str, Any] = {"k": k, "minimal_nodes": len(result.minimal), "nodes_checked": result.nodes_checked}
+        entry: dict[str, Any] = {
+            "k": k,
+            "minimal_node_count": len(result.minimal),
+            "nodes_checked": result.nodes_checked,
+        }
         try:
             node, best = choose(plan, result, metric)
         except SqlanonError as e:
@@ -788,17 +814,19 @@ def print_profile(r: dict[str, Any], console: Any = None) -> None:
         f"[bold]utility profile[/bold] of {r['source']} ({r['dialect']}): optimum by {r['metric']} "
         f"({r['algorithm']}), suppression limit {r['suppression']:.2%}"
     )
-    t = Table()
-    t.add_column("")
-    for e in r["profile"]:
-        t.add_column(f"k={e['k']}")
-    t.add_row("node", *[_node_text(e.get("node")) for e in r["profile"]])
-    t.add_row("suppressed", *[_fmt(e.get("suppressed_records")) for e in r["profile"]])
-    t.add_row("classes", *[_fmt(e.get("classes")) for e in r["profile"]])
+    rows = r["profile"]
+    qis = next((list(e["node"]) for e in rows if e.get("node")), [])
+    t = Table(caption=f"node = levels of {', '.join(qis)}" if qis else None)
+    t.add_column("metric", overflow="fold")
+    t.add_column("better")
+    for e in rows:
+        t.add_column(f"k={e['k']}", overflow="fold")
+    t.add_row("node", "", *[",".join(map(str, e["node"].values())) if e.get("node") else "-" for e in rows])
+    t.add_row("suppressed", "", *[_fmt(e.get("suppressed_records")) for e in rows])
+    t.add_row("classes", "", *[_fmt(e.get("classes")) for e in rows])
     for name, i in r["metric_info"].items():
-        label = f"{name} ({'higher' if i['better'] == 'higher' else 'lower'} better)"
-        t.add_row(label, *[_fmt((e.get("metrics") or {}).get(name)) for e in r["profile"]])
+        t.add_row(name, i["better"], *[_fmt((e.get("metrics") or {}).get(name)) for e in rows])
     console.print(t)
-    for e in r["profile"]:
+    for e in rows:
         if e.get("error"):
             console.print(f"k={e['k']}: {e['error']}")

@@ -108,6 +108,13 @@ privacy:
                 dataclasses.replace(c, hierarchy=spec) if c.name == "Age" else c for c in pol.columns
             )
             prepare(be, dataclasses.replace(pol, columns=cols))
+        # The metrics templates: every metric of one node (with a label, so CM is rendered too).
+        # A session of its own, so that the first session's snapshots are recorded unchanged.
+        from sqlanon.metrics import compute
+
+        with session(f"duckdb:///{path}") as be:
+            plan = prepare(be, dataclasses.replace(pol, label_column="Disease"))
+            compute(plan, [tuple(1 for _ in plan.heights)])
     finally:
         mp.undo()
     return seen
