@@ -69,6 +69,20 @@ TARGET_RSS_MB = 300.0
 #: Integer hashes of the row number, identical in DuckDB and PostgreSQL (BIGINT arithmetic only).
 H1 = "(({i}) * 2654435761 + 40503) % 4294967296"
 H2 = "(({i}) * 2246822519 + 3266489917) % 4294967291"
+H3 = "(({i}) * 668265263 + 374761393) % 4294967279"
+
+#: How row i of the big table is made from the Adult rows (``--generator``):
+#: * recombine (default): sex, age, race, marital-status and salary-class of base row h1(i), the
+#:   other four QIs (education, native-country, workclass, occupation) of base row h2(i), age
+#:   shifted by h3(i) mod 3 - 1. Each column keeps Adult's values and distribution; correlations
+#:   within each group are kept. The share of records in classes below k = 5 then falls from about
+#:   70 % at 1e5 rows (Adult itself: 78 %) to about 12 % at 1e7, so the search has real work at
+#:   every size;
+#: * resample: all nine of base row h1(i), age shifted by h2(i) mod 3 - 1. The table has at most
+#:   ~45,000 distinct QI combinations whatever N, so from 1e6 rows on it is already 5-anonymous
+#:   at the bottom of the lattice and the search and anjana have nothing to do.
+GENERATORS = ("recombine", "resample")
+SECOND_ROW = ("education", "native-country", "workclass", "occupation")
 
 
 def q(name: str) -> str:
@@ -121,19 +135,25 @@ def age_bounds(duck_con: Any) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-def generate_sql(n: int, base_rows: int, lo: int, hi: int, rows_from: str, i: str) -> str:
-    """Row i of the table: base row h1(i) mod base_rows, age shifted by h2(i) mod 3 - 1 within lo..hi."""
-    h1, h2 = H1.format(i=i), H2.format(i=i)
-    shifted = "b.age + s.h2 % 3 - 1"
+def generate_sql(generator: str, n: int, base_rows: int, lo: int, hi: int, rows_from: str, i: str) -> str:
+    """CREATE TABLE main.adult: n rows made from main.adult_base by ``generator`` (see GENERATORS)."""
+    h1, h2, h3 = H1.format(i=i), H2.format(i=i), H3.format(i=i)
+    jitter = "s.h3 % 3 - 1" if generator == "recombine" else "s.h2 % 3 - 1"
+    shifted = f"b.age + {jitter}"
     age = f"CASE WHEN {shifted} BETWEEN {lo} AND {hi} THEN {shifted} ELSE b.age END AS age"
-    cols = ", ".join(age if c == "age" else f"b.{q(c)}" for c in COLUMNS)
+    second = generator == "recombine"
+    cols = ", ".join(
+        age if c == "age" else (f"c.{q(c)}" if second and c in SECOND_ROW else f"b.{q(c)}") for c in COLUMNS
+    )
+    join_c = f" JOIN main.adult_base AS c ON c.rid = s.h2 % {base_rows}" if second else ""
     return (
-        f"CREATE TABLE main.adult AS WITH s AS (SELECT {i} AS i, {h1} AS h1, {h2} AS h2 FROM {rows_from}) "
-        f"SELECT {cols} FROM s JOIN main.adult_base AS b ON b.rid = s.h1 % {base_rows} ORDER BY s.i"
+        f"CREATE TABLE main.adult AS WITH s AS "
+        f"(SELECT {i} AS i, {h1} AS h1, {h2} AS h2, {h3} AS h3 FROM {rows_from}) "
+        f"SELECT {cols} FROM s JOIN main.adult_base AS b ON b.rid = s.h1 % {base_rows}{join_c} ORDER BY s.i"
     )
 
 
-def build_duckdb(path: Path, n: int) -> dict[str, Any]:
+def build_duckdb(path: Path, n: int, generator: str) -> dict[str, Any]:
     import duckdb
 
     if path.exists():
@@ -152,9 +172,13 @@ def build_duckdb(path: Path, n: int) -> dict[str, Any]:
         con.execute("DROP TABLE main.adult_raw")
         base_rows = con.execute("SELECT COUNT(*) FROM main.adult_base").fetchone()[0]
         lo, hi = age_bounds(con)
-        con.execute(generate_sql(n, base_rows, lo, hi, f"range({n})", "range"))
+        con.execute(generate_sql(generator, n, base_rows, lo, hi, f"range({n})", "range"))
         con.execute("CHECKPOINT")
         fp = [int(x) for x in con.execute(FINGERPRINT_SQL).fetchone()]
+        classes, small = con.execute(
+            f"SELECT COUNT(*), SUM(CASE WHEN n < {K} THEN n ELSE 0 END) FROM "
+            f"(SELECT {QI_LIST}, COUNT(*) AS n FROM main.adult GROUP BY {QI_LIST}) AS g"
+        ).fetchone()
     finally:
         con.close()
     return {
@@ -162,11 +186,13 @@ def build_duckdb(path: Path, n: int) -> dict[str, Any]:
         "base_rows": int(base_rows),
         "age_range": [lo, hi],
         "fingerprint": fp,
+        "classes_9_qis": int(classes),
+        f"share_of_records_in_classes_below_k{K}": round(int(small) / n, 4),
         "file_mb": path.stat().st_size / 2**20,
     }
 
 
-def build_postgres(cluster: Any, dbname: str, n: int, lo: int, hi: int) -> dict[str, Any]:
+def build_postgres(cluster: Any, dbname: str, n: int, lo: int, hi: int, generator: str) -> dict[str, Any]:
     import psycopg
 
     t0 = time.perf_counter()
@@ -190,7 +216,8 @@ def build_postgres(cluster: Any, dbname: str, n: int, lo: int, hi: int) -> dict[
             while chunk := f.read(1 << 20):
                 cp.write(chunk)
         base_rows = con.execute("SELECT COUNT(*) FROM main.adult_base").fetchone()[0]
-        con.execute(generate_sql(n, base_rows, lo, hi, f"generate_series(0::bigint, {n - 1}) AS g(i)", "i"))
+        series = f"generate_series(0::bigint, {n - 1}) AS g(i)"
+        con.execute(generate_sql(generator, n, base_rows, lo, hi, series, "i"))
         con.execute("VACUUM ANALYZE main.adult")
         fp = [int(x) for x in con.execute(FINGERPRINT_SQL).fetchone()]
         version = con.execute("SHOW server_version").fetchone()[0]
@@ -733,6 +760,7 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
         "options": {
             "rows": rows,
             "engines": engines,
+            "generator": args.generator,
             "reps": args.reps,
             "rep_budget_s": args.rep_budget,
             "peers": args.peers,
@@ -783,11 +811,11 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
             key = human(n)
             print(f"== {key} rows", flush=True)
             path = workdir / f"adult_{n}.duckdb"
-            data = {"duckdb": build_duckdb(path, n)}
+            data: dict[str, Any] = {"duckdb": build_duckdb(path, n, args.generator)}
             print(f"  built DuckDB table in {data['duckdb']['seconds']:.1f} s", flush=True)
             if cluster is not None and n <= args.pg_max_rows:
                 lo, hi = data["duckdb"]["age_range"]
-                data["postgres"] = build_postgres(cluster, f"bench_{n}", n, lo, hi)
+                data["postgres"] = build_postgres(cluster, f"bench_{n}", n, lo, hi, args.generator)
                 data["same_rows_on_both_engines"] = (
                     data["postgres"]["fingerprint"] == data["duckdb"]["fingerprint"]
                 )
@@ -1038,6 +1066,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=300.0,
         help="stop repeating a measurement when another repetition would take it past this many "
         "seconds (default 300; the first repetition always runs)",
+    )
+    p.add_argument(
+        "--generator", choices=GENERATORS, default="recombine", help="how the big table is made (see run.py)"
     )
     p.add_argument("--supp", default="0,5", help="suppression limits in %% for the search (default 0,5)")
     p.add_argument("--engines", default="duckdb,postgres", help="duckdb,postgres (default both)")
