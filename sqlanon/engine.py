@@ -11,7 +11,7 @@ import itertools
 import os
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,9 +89,6 @@ class Backend:
             self._run(sql)
         except Exception as e:  # noqa: BLE001
             raise SqlanonError(f"statement {name!r} failed on {self.dialect}: {_first_line(e)}") from e
-
-    def sql_text(self, name: str, /, *, kind: str, **context: object) -> str:
-        return to_sql(name, self.dialect, kind=kind, **context)
 
     # -- catalogue ---------------------------------------------------------------------------
     def columns(self, rel: Relation) -> list[Column]:
@@ -210,7 +207,3 @@ def session(url: str | None = None) -> Iterator[Backend]:
         yield be
     finally:
         be.close()
-
-
-def relation_list(values: Sequence[str]) -> list[Relation]:
-    return [Relation.parse(v) for v in values]

@@ -75,28 +75,9 @@ class Hierarchy:
             return _star()
         return self._expr(level, x)
 
-    def sql(self, level: int, x: Sql, from_level: int = 0) -> Sql:
-        e = exp.maybe_parse(x, dialect=CANONICAL)
-        return Sql(self.expr_from(from_level, level, e).sql(CANONICAL))
-
-    def rollup_base(self, level: int) -> int:
-        """The finest level at or below ``level`` whose labels determine every coarser label, so a
-        frequency table at that level can be rolled up (seed 002 section 4.2, rollup property)."""
-        return level
-
-    def expr_from(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
-        """The level-``level`` label of a value already generalised to ``from_level``."""
-        if from_level == 0 or level == 0:
-            return self.expr(level, x)
-        if level >= self.height:
-            return _star()
-        if level == from_level:
-            return x
-        return self._relabel(from_level, level, x)
-
-    def _relabel(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
-        # Masks and date prefixes compose: the label of a label is the label of the value.
-        return self._expr(level, x)
+    def sql(self, level: int, x: Sql) -> Sql:
+        """The level-``level`` label of the value ``x`` (SQL in the canonical dialect)."""
+        return Sql(self.expr(level, exp.maybe_parse(x, dialect=CANONICAL)).sql(CANONICAL))
 
     def _expr(self, level: int, x: exp.Expression) -> exp.Expression:  # pragma: no cover
         raise NotImplementedError
@@ -104,9 +85,6 @@ class Hierarchy:
     def coverage_predicate(self, x: exp.Expression) -> exp.Expression | None:
         """A predicate true for values the hierarchy does not cover (None: covers everything)."""
         return None
-
-    def describe(self) -> str:
-        return f"{type(self).__name__.replace('Hierarchy', '').lower()} ({self.levels} levels)"
 
 
 @dataclass
@@ -132,20 +110,11 @@ class MappingHierarchy(Hierarchy):
     def _in(self, x: exp.Expression, values: list[Any]) -> exp.Expression:
         return exp.In(this=self._key(x), expressions=[_lit(v) for v in values])
 
-    def _relabel(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
-        up: dict[str, str] = {}
-        for labels in self.table.values():
-            up[labels[from_level - 1]] = labels[level - 1]
-        return _simple_case(x.copy(), up)
-
     def coverage_predicate(self, x: exp.Expression) -> exp.Expression:
         return exp.or_(
             exp.Is(this=x.copy(), expression=exp.Null()),
             exp.Not(this=self._in(x, list(self.table))),
         )
-
-    def describe(self) -> str:
-        return f"{self.source} ({self.levels} levels, {len(self.table)} values)"
 
 
 @dataclass
@@ -174,25 +143,6 @@ class IntervalHierarchy(Hierarchy):
     start: float = 0
     cuts: list[list[float]] | None = None
     labels: list[list[str]] | None = None
-
-    def rollup_base(self, level: int) -> int:
-        # Width labels are computed, not listed: roll up from the original value only.
-        return 0 if self.widths is not None else level
-
-    def _relabel(self, from_level: int, level: int, x: exp.Expression) -> exp.Expression:
-        assert self.cuts is not None
-        up: dict[str, str] = {}
-        for lo_level, hi_level in ((from_level, level),):
-            lo_cuts, hi_cuts = self.cuts[lo_level - 1], self.cuts[hi_level - 1]
-            lo_names = self.labels[lo_level - 1] if self.labels else _cut_labels(lo_cuts)
-            hi_names = self.labels[hi_level - 1] if self.labels else _cut_labels(hi_cuts)
-            # Interval i of the finer level is [lo_cuts[i-1], lo_cuts[i]); find the coarser one
-            # that contains it by its lower bound.
-            for i, name in enumerate(lo_names):
-                lower = -math.inf if i == 0 else lo_cuts[i - 1]
-                j = sum(1 for c in hi_cuts if c <= lower)
-                up[name] = hi_names[j]
-        return _simple_case(x.copy(), up)
 
     def _expr(self, level: int, x: exp.Expression) -> exp.Expression:
         if self.widths is not None:
