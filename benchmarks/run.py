@@ -107,8 +107,20 @@ def human(n: int) -> str:
     return f"1e{e}" if n == 10**e else f"{n:.3g}".replace("+0", "").replace("+", "")
 
 
-def rss_peak_mb() -> float:
+def ru_maxrss_mb() -> float:
+    """getrusage's peak resident size. On Linux it survives fork and exec (a child starts with its
+    parent's peak), so it is recorded for reference only; see rss_peak_mb."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def rss_peak_mb() -> float:
+    """This process's own peak resident size: VmHWM of /proc/self/status (Linux), which starts
+    afresh at exec; elsewhere ru_maxrss."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return ru_maxrss_mb()
 
 
 def _median(xs: list[float]) -> float | None:
@@ -190,6 +202,12 @@ def build_duckdb(path: Path, n: int, generator: str) -> dict[str, Any]:
         f"share_of_records_in_classes_below_k{K}": round(int(small) / n, 4),
         "file_mb": path.stat().st_size / 2**20,
     }
+
+
+def build_child(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    res = build_duckdb(Path(spec["path"]), int(spec["rows"]), spec["generator"])
+    Path(spec["out"]).write_text(json.dumps({**res, "status": "ok"}))
 
 
 def build_postgres(cluster: Any, dbname: str, n: int, lo: int, hi: int, generator: str) -> dict[str, Any]:
@@ -428,6 +446,12 @@ def worker_main(spec_path: str) -> None:
         "profiler_hooks": prof.installed,
     }
 
+    def save_partial() -> None:
+        # After each measurement, so that a worker stopped by --worker-timeout leaves what it measured.
+        res["rss_peak_mb"] = round(rss_peak_mb(), 1)
+        res["ru_maxrss_mb"] = round(ru_maxrss_mb(), 1)
+        Path(spec["out"]).write_text(json.dumps({**res, "status": "partial"}, indent=2, default=str))
+
     # (a) the floor: one scan grouped by the nine QIs, on a plain driver connection, after one
     # untimed run that warms the caches (every measurement below runs on warm caches too).
     if engine == "duckdb":
@@ -464,6 +488,7 @@ def worker_main(spec_path: str) -> None:
         "rows": int(floor_rows[0][1]),
         "rss_peak_mb_after": round(rss_peak_mb(), 1),
     }
+    save_partial()
 
     # (b) assess with k, l, t and risks: eight QIs, occupation sensitive.
     pol_a = parse_policy(assess_policy(), base_dir=ADULT_DIR)
@@ -480,6 +505,7 @@ def worker_main(spec_path: str) -> None:
         }
 
     res["assess"] = repeat(prof, "assess", do_assess, reps, budget)
+    save_partial()
 
     # (c) + (d): the complete optimal search and the publishing of the view, as one anonymise call
     # whose phases are timed separately (see Profiler).
@@ -501,8 +527,10 @@ def worker_main(spec_path: str) -> None:
             }
 
         res[f"anonymise_supp{round(supp * 100)}"] = repeat(prof, "anonymise", do_anonymise, reps, budget)
+        save_partial()
 
     res["rss_peak_mb"] = round(rss_peak_mb(), 1)
+    res["ru_maxrss_mb"] = round(ru_maxrss_mb(), 1)
     res["loadavg_end"] = list(os.getloadavg())
 
     # Untimed, after the timed runs: the peak of Python's own heap (tracemalloc sees Python objects
@@ -522,6 +550,7 @@ def worker_main(spec_path: str) -> None:
         heap["anonymise_supp0"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
         tracemalloc.stop()
         res["python_heap_peak_mb"] = heap
+    res["status"] = "ok"
     Path(spec["out"]).write_text(json.dumps(res, indent=2, default=str))
 
 
@@ -611,7 +640,8 @@ def run_subprocess(
     try:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"skipped: timeout ({timeout:g} s)"
+        partial = json.loads(out_path.read_text()) if out_path.exists() else None
+        return partial, f"skipped: timeout ({timeout:g} s)"
     if out_path.exists():
         res = json.loads(out_path.read_text())
         return res, res.get("status", "ok")
@@ -811,7 +841,18 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
             key = human(n)
             print(f"== {key} rows", flush=True)
             path = workdir / f"adult_{n}.duckdb"
-            data: dict[str, Any] = {"duckdb": build_duckdb(path, n, args.generator)}
+            # In a subprocess, so that this process stays small (a child inherits ru_maxrss).
+            built, status = run_subprocess(
+                "build",
+                {"path": str(path), "rows": n, "generator": args.generator},
+                workdir,
+                7200,
+                f"build-{n}",
+            )
+            if built is None or status != "ok":
+                raise SystemExit(f"building the {key}-row DuckDB table failed: {status}")
+            built.pop("status", None)
+            data: dict[str, Any] = {"duckdb": built}
             print(f"  built DuckDB table in {data['duckdb']['seconds']:.1f} s", flush=True)
             if cluster is not None and n <= args.pg_max_rows:
                 lo, hi = data["duckdb"]["age_range"]
@@ -846,7 +887,8 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
                 res, status = run_subprocess(
                     "worker", spec, workdir, args.worker_timeout, f"worker-{engine}-{n}"
                 )
-                entry = res if res is not None else {"status": status}
+                entry = res if res is not None else {}
+                entry["status"] = status
                 entry["wall_seconds"] = time.perf_counter() - t0
                 results["sqlanon"].setdefault(engine, {})[key] = entry
                 print("    " + one_line(entry), flush=True)
@@ -882,7 +924,9 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
 def one_line(e: dict[str, Any]) -> str:
     if "floor" not in e:
         return str(e.get("status"))
-    parts = [f"floor {e['floor']['seconds']:.3f} s", f"assess {e['assess']['seconds']:.3f} s"]
+    parts = [f"floor {e['floor']['seconds']:.3f} s"]
+    if "assess" in e:
+        parts.append(f"assess {e['assess']['seconds']:.3f} s")
     for s in SUPPRESSIONS:
         a = e.get(f"anonymise_supp{round(s * 100)}", {})
         if a:
@@ -890,7 +934,9 @@ def one_line(e: dict[str, Any]) -> str:
                 f"supp {s:.0%}: search {a.get('search_seconds', a['seconds']):.2f} s, "
                 f"publish {a.get('publish_seconds') or 0:.2f} s"
             )
-    parts.append(f"peak RSS {e['rss_peak_mb']:.0f} MB")
+    parts.append(f"peak RSS {e.get('rss_peak_mb', 0):.0f} MB")
+    if e.get("status", "ok") != "ok":
+        parts.append(str(e["status"]))
     return "; ".join(parts)
 
 
@@ -917,17 +963,69 @@ def _x(r: float | None) -> str:
     return "–" if r is None else (f"{r:.0f}x" if r >= 100 else f"{r:.1f}x")
 
 
+MEASUREMENTS = ("floor", "assess", "anonymise_supp0", "anonymise_supp5")
+
+
 def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Later files override earlier ones per (engine, size) and per size for peers."""
+    """Combine runs: per (engine, size), each measurement comes from the latest run that has it and
+    keeps that run's floor (``_floor``) for its ratio; the peak RSS is the largest of the runs."""
     merged: dict[str, Any] = {"sqlanon": {}, "peers": {}, "runs": []}
-    for r in results:
+    for r in sorted(results, key=lambda r: r.get("started_utc", "")):
         merged["runs"].append(r)
         for engine, sizes in r.get("sqlanon", {}).items():
             for size, entry in sizes.items():
-                merged["sqlanon"].setdefault(engine, {})[size] = {**entry, "_run": r.get("started_utc")}
+                slot = merged["sqlanon"].setdefault(engine, {})
+                if "floor" not in entry:
+                    slot.setdefault(size, dict(entry))
+                    continue
+                cur = slot.get(size) if "floor" in slot.get(size, {}) else {}
+                out = {**cur, **{k: v for k, v in entry.items() if k not in MEASUREMENTS}}
+                for key in MEASUREMENTS:
+                    if key in entry:
+                        out[key] = {
+                            **entry[key],
+                            "_floor": entry["floor"]["seconds"],
+                            "_run": r["started_utc"],
+                        }
+                out["rss_peak_mb"] = max(cur.get("rss_peak_mb", 0), entry.get("rss_peak_mb", 0))
+                slot[size] = out
         for size, peers in r.get("peers", {}).items():
             merged["peers"].setdefault(size, {}).update(peers)
     return merged
+
+
+def profile_rows(m: dict[str, Any]) -> list[str]:
+    """Where the time of anonymise goes, per engine, size and suppression limit."""
+
+    def prof(a: dict[str, Any], key: str) -> float:
+        return float(a.get("profile", {}).get(key, {}).get("seconds", 0.0))
+
+    def calls(a: dict[str, Any], key: str) -> int:
+        return int(a.get("profile", {}).get(key, {}).get("calls", 0))
+
+    lines = [
+        "| engine | rows | supp | base scan s | coded table s | lattice evaluation s (queries; of which SQL "
+        "generation s) | choose s (queries) | publish: verify s | total s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for engine in ("duckdb", "postgres"):
+        for size in sorted(m["sqlanon"].get(engine, {}), key=_size_key):
+            e = m["sqlanon"][engine][size]
+            for supp in ("supp0", "supp5"):
+                a = e.get(f"anonymise_{supp}")
+                if not a or "phases" not in a:
+                    continue
+                ev = "run_search | query:search/evaluate"
+                ch = "choose | query:search/evaluate"
+                gen = _fmt(prof(a, "run_search | compile:search/evaluate"))
+                lines.append(
+                    f"| {engine} | {size} | {supp[4:]} % | {_fmt(prof(a, 'prepare | temp:freq/base'))} "
+                    f"| {_fmt(prof(a, 'prepare | temp:search/coded'))} "
+                    f"| {_fmt(prof(a, ev))} ({calls(a, ev)}; {gen}) "
+                    f"| {_fmt(prof(a, ch))} ({calls(a, ch)}) | {_fmt(a['phases'].get('verify'))} "
+                    f"| {_fmt(a.get('seconds'))} |"
+                )
+    return lines
 
 
 def _size_key(s: str) -> float:
@@ -939,27 +1037,31 @@ def render(results: list[dict[str, Any]]) -> str:
     lines = []
     lines.append(
         "| engine | rows | floor s | assess s (x floor) | search 0 % s (x floor) | search 5 % s (x floor) "
-        "| publish 0 % s (x floor) | anonymise 0 % / 5 % s | nodes checked 0 % / 5 % | peak RSS MB |"
+        "| publish 0 % s (x floor) | anonymise 0 % / 5 % s | nodes checked 0 % / 5 % | peak RSS MB "
+        "| Python heap MB |"
     )
-    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for engine in ("duckdb", "postgres"):
         for size in sorted(m["sqlanon"].get(engine, {}), key=_size_key):
             e = m["sqlanon"][engine][size]
             if "floor" not in e:
-                lines.append(f"| {engine} | {size} | {e.get('status')} | | | | | | | |")
+                lines.append(f"| {engine} | {size} | {e.get('status')} | | | | | | | | |")
                 continue
             fl = e["floor"]["seconds"]
             a0, a5 = e.get("anonymise_supp0", {}), e.get("anonymise_supp5", {})
             cells = [engine, size, _fmt(fl)]
-            cells.append(f"{_fmt(e['assess']['seconds'])} ({_x(_ratio(e['assess']['seconds'], fl))})")
+            a_s = e.get("assess", {}).get("seconds")
+            cells.append(f"{_fmt(a_s)} ({_x(_ratio(a_s, e.get('assess', {}).get('_floor', fl)))})")
             for a in (a0, a5):
                 s = a.get("search_seconds")
-                cells.append(f"{_fmt(s)} ({_x(_ratio(s, fl))})")
+                cells.append(f"{_fmt(s)} ({_x(_ratio(s, a.get('_floor', fl)))})")
             p = a0.get("publish_seconds")
-            cells.append(f"{_fmt(p)} ({_x(_ratio(p, fl))})")
+            cells.append(f"{_fmt(p)} ({_x(_ratio(p, a0.get('_floor', fl)))})")
             cells.append(f"{_fmt(a0.get('seconds'))} / {_fmt(a5.get('seconds'))}")
             cells.append(f"{a0.get('nodes_checked', '–')} / {a5.get('nodes_checked', '–')}")
-            cells.append(f"{e['rss_peak_mb']:.0f}")
+            cells.append(f"{e.get('rss_peak_mb', 0):.0f}")
+            heap = e.get("python_heap_peak_mb") or {}
+            cells.append(f"{max(heap.values()):.0f}" if heap else "–")
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     lines.append("")
     lines.append(
@@ -990,6 +1092,8 @@ def render(results: list[dict[str, Any]]) -> str:
             f"| {shown('anjana.k5.supp5')} | {_x(_ratio(sec('anjana.k5.supp5'), a5))} |"
         )
     lines.append("")
+    lines.extend(profile_rows(m))
+    lines.append("")
     lines.extend(targets(m))
     return "\n".join(lines)
 
@@ -1010,13 +1114,13 @@ def targets(m: dict[str, Any]) -> list[str]:
     e = duck[big]
     fl = e["floor"]["seconds"]
     for supp in ("supp0", "supp5"):
-        s = e.get(f"anonymise_{supp}", {}).get("search_seconds")
-        r = _ratio(s, fl)
+        a = e.get(f"anonymise_{supp}", {})
+        r = _ratio(a.get("search_seconds"), a.get("_floor", fl))
         out.append(
             f"- optimal search ({supp}) at {big} rows <= {TARGET_SEARCH_X_FLOOR:g}x floor: "
             + _verdict(r, r is not None and r <= TARGET_SEARCH_X_FLOOR)
         )
-    r = _ratio(e["assess"]["seconds"], fl)
+    r = _ratio(e.get("assess", {}).get("seconds"), e.get("assess", {}).get("_floor", fl))
     out.append(
         f"- assess at {big} rows <= {TARGET_ASSESS_X_FLOOR:g}x floor: "
         + _verdict(r, r is not None and r <= TARGET_ASSESS_X_FLOOR)
@@ -1024,7 +1128,7 @@ def targets(m: dict[str, Any]) -> list[str]:
     rss = e.get("rss_peak_mb")
     out.append(
         f"- peak RSS at {big} rows < {TARGET_RSS_MB:g} MB: "
-        f"{'met' if rss is not None and rss < TARGET_RSS_MB else 'MISSED'} ({rss:.0f} MB)"
+        + ("not measured" if rss is None else f"{'met' if rss < TARGET_RSS_MB else 'MISSED'} ({rss:.0f} MB)")
     )
     p = m["peers"].get("1e6")
     e6 = duck.get("1e6")
@@ -1091,6 +1195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-data", action="store_true", help="keep the generated DuckDB files")
     p.add_argument("--report", nargs="+", metavar="JSON", help="print the tables of existing result files")
     p.add_argument("--worker", help=argparse.SUPPRESS)
+    p.add_argument("--build", help=argparse.SUPPRESS)
     p.add_argument("--peer-call", help=argparse.SUPPRESS)
     return p
 
@@ -1099,6 +1204,9 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.worker:
         worker_main(args.worker)
+        return
+    if args.build:
+        build_child(args.build)
         return
     if args.peer_call:
         peer_child(args.peer_call)
