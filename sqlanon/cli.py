@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from sqlanon.errors import SqlanonError
+from sqlanon.policy import ALGORITHMS
 
 DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
 
@@ -93,7 +94,7 @@ def _progress_bar(console: Console) -> Any:
 )
 @click.option(
     "--algorithm",
-    type=click.Choice(["incognito", "datafly", "exhaustive"]),
+    type=click.Choice(list(ALGORITHMS)),
     default=None,
     help="Search algorithm (default: policy search.algorithm).",
 )
@@ -225,7 +226,7 @@ def evaluate(policy: str, levels: str, db: str | None, as_json: bool) -> None:
 )
 @click.option(
     "--algorithm",
-    type=click.Choice(["incognito", "datafly", "exhaustive"]),
+    type=click.Choice(list(ALGORITHMS)),
     default=None,
     help="Search algorithm (default: policy search.algorithm).",
 )

@@ -23,7 +23,7 @@ ACTIONS = ("drop", "mask", "hash")
 L_KINDS = ("distinct", "entropy", "recursive")
 T_MEASURES = ("emd-equal", "emd-ordered", "kl")
 RISK_KINDS = ("prosecutor", "average", "marketer", "journalist")
-ALGORITHMS = ("incognito", "datafly", "exhaustive")
+ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive")
 PUBLISH_AS = ("view", "table")
 
 
@@ -111,7 +111,7 @@ class Privacy:
 
 @dataclass(frozen=True)
 class Search:
-    algorithm: str = "incognito"
+    algorithm: str = "flash"
     metric: str = "precision"
 
 
@@ -290,7 +290,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
 
     search_raw = _mapping("search", data.get("search") or {})
     _known("search", search_raw, ("algorithm", "metric"))
-    algorithm = search_raw.get("algorithm", "incognito")
+    algorithm = search_raw.get("algorithm", "flash")
     if algorithm not in ALGORITHMS:
         raise _fail("search.algorithm", f"expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     metric = str(search_raw.get("metric", "precision"))

@@ -116,9 +116,19 @@ def _drop(be: Backend, rel: Relation, kind: str) -> None:
     be.execute(f"ddl/drop_{kind}", kind="drop", target=rel)
 
 
-def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, float]]:
-    """The optimum by ``metric`` among the candidates the metric allows (see sqlanon.metrics)."""
-    from sqlanon.metrics import candidates_for, score, value
+def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, Any]]:
+    """The optimum by ``metric`` among the candidates the metric allows (see sqlanon.metrics).
+
+    Branch and bound where the metric has a lower bound on a node's rank that needs no node query
+    (:func:`sqlanon.metrics.rank_lower_bound`): the candidates are scored in order of (bound,
+    height, node), in chunks of 1, 2, 4, ... up to CHOOSE_CHUNK nodes per :func:`score` call, and
+    scoring stops at the first candidate whose bound exceeds the best rank so far (plus a relative
+    1e-12 for rounding). Every later candidate's bound is at least as high, so none can beat or tie
+    the best; a candidate whose bound equals it is still scored, so the result is the one scoring
+    every candidate gives: the least (rank, height, node). Other metrics score every candidate.
+    ``scored`` in the returned dict counts the candidates scored, ``candidates`` all of them.
+    """
+    from sqlanon.metrics import BOUND_EPS, CHOOSE_CHUNK, candidates_for, rank_lower_bound, score, value
 
     cands = candidates_for(plan, result, metric)
     if not cands:
@@ -126,9 +136,40 @@ def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, float]
             "no generalisation satisfies the policy within the suppression limit "
             f"({plan.allowed} records); raise privacy.suppression or relax the requirements"
         )
-    scored = score(plan, cands, metric, result.results)
-    best = min(scored, key=lambda nv: (nv[1], sum(nv[0]), nv[0]))
-    return best[0], {"metric": metric, "value": value(best[1], metric)}
+
+    def key(nv: tuple[Node, float]) -> tuple:
+        return (nv[1], sum(nv[0]), nv[0])
+
+    bounds = [rank_lower_bound(plan, nd, metric) for nd in cands]
+    if any(b is None for b in bounds):
+        scored = score(plan, cands, metric, result.results)
+        best = min(scored, key=key)
+        n_scored = len(scored)
+    else:
+        order = sorted(zip(bounds, cands, strict=True), key=lambda bn: (bn[0], sum(bn[1]), bn[1]))
+        best = None
+        n_scored = i = 0
+        size = 1  # chunk sizes 1, 2, 4, ... CHOOSE_CHUNK: few wasted scores when the first is best
+        while i < len(order):
+            limit = float("inf") if best is None else best[1] + BOUND_EPS * max(1.0, abs(best[1]))
+            chunk = []
+            while i < len(order) and len(chunk) < size and order[i][0] <= limit:
+                chunk.append(order[i][1])
+                i += 1
+            if not chunk:
+                break  # the next bound, and every later one, exceeds the best rank
+            for nv in score(plan, chunk, metric, result.results):
+                if best is None or key(nv) < key(best):
+                    best = nv
+            n_scored += len(chunk)
+            size = min(2 * size, CHOOSE_CHUNK)
+        assert best is not None
+    return best[0], {
+        "metric": metric,
+        "value": value(best[1], metric),
+        "scored": n_scored,
+        "candidates": len(cands),
+    }
 
 
 def anonymise(

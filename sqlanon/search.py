@@ -54,6 +54,13 @@ Progress = Callable[[int, int, int], None]
 
 #: Nodes per evaluation query.
 BATCH = 128
+#: Paths whose middle nodes :func:`flash` evaluates per round (one query).
+FLASH_ROUND = 32
+#: Rollups :func:`flash` keeps: at most this many per round and in all, each at least this many
+#: times smaller than the table it would otherwise roll up from.
+KEEP_PER_ROUND = 4
+KEEP_MAX = 32
+KEEP_RATIO = 8
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class Plan:
     coded: Relation
     code_alias: dict[tuple[int, int], Sql]
     card: dict[tuple[int, int], int]
+    base_rows: int = 0  # rows of the coded table (classes x sensitive values of the bottom node)
 
     @property
     def heights(self) -> list[int]:
@@ -169,14 +177,15 @@ def prepare(be: Backend, policy: Policy) -> Plan:
         raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
     check_coverage(be, hierarchies, base)
     code_alias: dict[tuple[int, int], Sql] = {}
-    code_cols = []
+    qis = []
     for j, h in enumerate(hierarchies):
+        levels = []
         for lvl in range(h.height):  # the top level is the constant '*': no code needed
             code_alias[(j, lvl)] = ident(f"c_{j}_{lvl}")
-            code_cols.append({"alias": code_alias[(j, lvl)], "expr": h.sql(lvl, base.q_aliases[j])})
-    coded = be.create_temp(
-        "coded", "search/coded", base=base.freq, code_cols=code_cols, sid_aliases=base.sid_aliases
-    )
+            levels.append({"alias": code_alias[(j, lvl)], "expr": h.sql(lvl, base.q_aliases[j])})
+        if levels:
+            qis.append({"alias": base.q_aliases[j], "dict": ident(f"d_{j}"), "levels": levels})
+    coded = be.create_temp("coded", "search/coded", base=base.freq, qis=qis, sid_aliases=base.sid_aliases)
     keys = list(code_alias)
     card_row = be.query("search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys])[0]
     card = {k: int(v) for k, v in zip(keys, card_row, strict=True)}
@@ -192,7 +201,8 @@ def prepare(be: Backend, policy: Policy) -> Plan:
                 f"{r.attribute!r}; no release can satisfy it"
             )
     allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
-    return Plan(be, policy, hierarchies, base, n_rows, allowed, coded, code_alias, card)
+    base_rows = int(be.query("search/row_count", rel=coded)[0][0])
+    return Plan(be, policy, hierarchies, base, n_rows, allowed, coded, code_alias, card, base_rows)
 
 
 def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: FrequencyTables) -> None:
@@ -217,12 +227,57 @@ def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: Frequenc
 
 
 @dataclass
+class Source:
+    """A table nodes can roll up from: the coded base table (the bottom node) or a kept rollup."""
+
+    node: Node
+    rel: Relation
+    rows: int
+
+    def serves(self, node: Node) -> bool:
+        # A node outside the full lattice (None: a quasi-identifier outside Incognito's subset) is
+        # grouped by nothing for that quasi-identifier, which any table serves.
+        return all(n is None or s <= n for s, n in zip(self.node, node, strict=True))
+
+
+@dataclass
 class Evaluator:
     plan: Plan
     relaxed: bool = False  # evaluate only the monotone class-size relaxation
     checked: int = 0
     queries: int = 0
     cache: dict[Node, NodeResult] = field(default_factory=dict)
+    sources: list[Source] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.sources:
+            bottom = tuple(0 for _ in self.plan.heights)
+            self.sources.append(Source(bottom, self.plan.coded, self.plan.base_rows))
+
+    def source_for(self, node: Node) -> Source:
+        """The smallest kept table the node can roll up from (the highest one on a tie)."""
+        return min((s for s in self.sources if s.serves(node)), key=lambda s: (s.rows, -sum(s.node)))
+
+    def keep(self, node: Node, rows: int | None = None) -> Source:
+        """Materialise the node's frequency table as a source for the nodes above it (``rows``:
+        its row count when known, i.e. its class count when no sensitive ranks are kept)."""
+        plan = self.plan
+        src = self.source_for(node)
+        cols = [
+            plan.code_alias[(j, lvl)]
+            for j, lo in enumerate(node)
+            for lvl in range(lo or 0, plan.heights[j])
+            if plan.card.get((j, lvl), 1) > 1
+        ]
+        sids = [a["sid"] for a in self._attrs()]
+        rel = plan.be.create_temp("rollup", "search/rollup", source=src.rel, cols=cols, sid_aliases=sids)
+        self.queries += 1
+        if rows is None or sids:
+            rows = int(plan.be.query("search/row_count", rel=rel)[0][0])
+            self.queries += 1
+        out = Source(tuple(lvl or 0 for lvl in node), rel, rows)
+        self.sources.append(out)
+        return out
 
     def _checks(self) -> list[tuple[str, exp.Expression]]:
         pol = self.plan.policy
@@ -258,44 +313,72 @@ class Evaluator:
         # a batch shares their levels, so its common rollup (the meet) has few rows.
         plan = self.plan
         order = sorted(range(len(plan.heights)), key=lambda j: -plan.card.get((j, 0), 1))
-        todo.sort(key=lambda n: tuple(-1 if n[j] is None else n[j] for j in order))
-        for i in range(0, len(todo), BATCH):
-            self._batch(todo[i : i + BATCH])
+        # Each node rolls up from the smallest kept table below it; one query serves several
+        # tables (one part each), so kept tables do not multiply the queries.
+        groups: dict[int, list[Node]] = {}
+        for n in todo:
+            groups.setdefault(id(self.source_for(n)), []).append(n)
+        by_id = {id(s): s for s in self.sources}
+        parts: list[tuple[Source, list[Node]]] = []
+        size = 0
+        for sid, group in groups.items():
+            group.sort(key=lambda n: tuple(-1 if n[j] is None else n[j] for j in order))
+            for i in range(0, len(group), BATCH):
+                chunk = group[i : i + BATCH]
+                if size + len(chunk) > BATCH and parts:
+                    self._batch(parts)
+                    parts, size = [], 0
+                parts.append((by_id[sid], chunk))
+                size += len(chunk)
+        if parts:
+            self._batch(parts)
         return {n: self.cache[n] for n in nodes}
 
-    def _batch(self, nodes: list[Node]) -> None:
+    def _batch(self, parts: list[tuple[Source, list[Node]]]) -> None:
+        """One query for the nodes of every part, each part rolling up from its own source."""
         plan = self.plan
         attrs = self._attrs()
-        # The batch's meet: the coded table grouped by every level code any node of the batch uses.
-        # Coarser codes are functions of finer ones (hierarchies nest), so the meet has one row per
-        # class of the batch's lowest levels; each node then rolls up from it, not from the base.
-        weights = [plan.node_weights(n) for n in nodes]
-        used = sorted({key for ws in weights for chunk in ws for key in chunk})
-        n_chunks = max(1, max(len(ws) for ws in weights))
-        w_alias = {(ch, key): ident(f"w{ch}_{key[0]}_{key[1]}") for ch in range(n_chunks) for key in used}
-        rows_sql = []
-        for gid, ws in enumerate(weights):
-            vals = [str(gid)]
+        nodes = [n for _, ns in parts for n in ns]
+        all_weights = [plan.node_weights(n) for n in nodes]
+        n_chunks = max(1, max(len(ws) for ws in all_weights))
+        ctx_parts = []
+        gid = 0
+        for i, (source, part_nodes) in enumerate(parts):
+            weights = all_weights[gid : gid + len(part_nodes)]
+            used = sorted({key for ws in weights for chunk in ws for key in chunk})
+            w_alias = {(ch, key): ident(f"w{ch}_{key[0]}_{key[1]}") for ch in range(n_chunks) for key in used}
+            rows_sql = []
+            for ws in weights:
+                vals = [str(gid)]
+                gid += 1
+                for ch in range(n_chunks):
+                    chunk = ws[ch] if ch < len(ws) else {}
+                    vals += [str(chunk.get(key, 0)) for key in used]
+                rows_sql.append(Sql("(" + ", ".join(vals) + ")"))
+            keys = []
             for ch in range(n_chunks):
-                chunk = ws[ch] if ch < len(ws) else {}
-                vals += [str(chunk.get(key, 0)) for key in used]
-            rows_sql.append(Sql("(" + ", ".join(vals) + ")"))
-        keys = []
-        for ch in range(n_chunks):
-            terms = [f"m.{plan.code_alias[key]} * n.{w_alias[(ch, key)]}" for key in used]
-            keys.append(Sql(" + ".join(terms) if terms else "0"))
-        node_cols = [ident("gid")] + [w_alias[(ch, key)] for ch in range(n_chunks) for key in used]
+                terms = [f"m.{plan.code_alias[key]} * n.{w_alias[(ch, key)]}" for key in used]
+                keys.append(Sql(" + ".join(terms) if terms else "0"))
+            ctx_parts.append(
+                {
+                    "source": source.rel,
+                    "meet": ident(f"meet_{i}"),
+                    "nodes": ident(f"nodes_{i}"),
+                    "cells": ident(f"cells_{i}"),
+                    "meet_cols": [plan.code_alias[k] for k in used],
+                    "node_rows": rows_sql,
+                    "node_cols": [ident("gid")]
+                    + [w_alias[(ch, key)] for ch in range(n_chunks) for key in used],
+                    "key_exprs": keys,
+                }
+            )
         checks = self._checks()
         any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
         rows = plan.be.query(
             "search/evaluate",
-            coded=plan.coded,
+            parts=ctx_parts,
             base=plan.base.freq,
-            meet_cols=[plan.code_alias[k] for k in used],
-            node_rows=rows_sql,
-            node_cols=node_cols,
-            keys=keys,
-            key_aliases=[ident(f"k_{i}") for i in range(len(keys))],
+            key_aliases=[ident(f"k_{i}") for i in range(n_chunks)],
             sid_aliases=[a["sid"] for a in attrs],
             attrs=attrs,
             any_check=Sql(any_check.sql(CANONICAL)),
@@ -463,6 +546,101 @@ def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:
     return SearchResult("incognito", sat, minimal(sat, universe), total, checked, queries, results)
 
 
+def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
+    """Binary search on paths through the full lattice with predictive tagging in both directions,
+    after Flash (Kohlmayer et al. 2012) and OLA (El Emam et al. 2009), batched for SQL.
+
+    For a monotone predicate a satisfying node tags all its generalisations satisfying, and a
+    failing node tags all its specialisations failing (generalisation property, seed 002 section
+    4.2), so every node ends tagged and the minimal satisfying nodes are exact. Each round builds
+    disjoint paths upwards through untagged nodes, from the lowest untagged ones (each step
+    generalises the quasi-identifier with the most distinct values at its current level, as Datafly
+    would), and evaluates the middle node of every path, up to one batch per query: the binary
+    searches of many paths advance together. Only full-lattice nodes are evaluated, unlike
+    Incognito's subset lattices. A non-monotone policy is searched on its monotone relaxation and the
+    full policy evaluated on what the relaxation lets through, as in :func:`incognito`.
+    """
+    ev = Evaluator(plan, relaxed=not plan.monotone)
+    heights = plan.heights
+    universe = all_nodes(heights)
+    total = len(universe)
+    status: dict[Node, bool] = {}
+
+    def tag(node: Node, ok: bool) -> None:
+        # Tagged sets stay closed (upwards for True, downwards for False), so propagation stops at
+        # the first node already tagged.
+        status[node] = ok
+        stack = [node]
+        while stack:
+            x = stack.pop()
+            for y in successors(x, heights) if ok else predecessors(x):
+                if y not in status:
+                    status[y] = ok
+                    stack.append(y)
+
+    def step_key(x: Node, j: int) -> tuple[int, int]:
+        return (-plan.card.get((j, x[j]), 1), j)
+
+    order = sorted(universe, key=lambda n: (height(n), n))
+    while len(status) < total:
+        claimed: set[Node] = set()
+        mids: list[Node] = []
+        for start in order:
+            if start in status or start in claimed:
+                continue
+            path = [start]
+            x = start
+            while True:
+                steps = [j for j in range(len(heights)) if x[j] < heights[j]]
+                nxt = None
+                for j in sorted(steps, key=lambda j: step_key(x, j)):
+                    y = x[:j] + (x[j] + 1,) + x[j + 1 :]
+                    if y not in status and y not in claimed:
+                        nxt = y
+                        break
+                if nxt is None:
+                    break
+                path.append(nxt)
+                x = nxt
+            claimed.update(path)
+            mids.append(path[len(path) // 2])
+            if len(mids) >= FLASH_ROUND:
+                break
+        failed = []
+        for node, res in ev.evaluate(mids).items():
+            if node not in status:
+                tag(node, res.ok(plan.allowed))
+                if not res.ok(plan.allowed):
+                    failed.append((height(node), res.classes, node))
+        # Keep the frequency tables of failing nodes that are much smaller than the table they
+        # rolled up from: the untagged nodes above them will roll up from these instead.
+        kept = 0
+        for _, classes, node in sorted(failed):
+            if kept >= KEEP_PER_ROUND or len(ev.sources) >= KEEP_MAX:
+                break
+            if classes * KEEP_RATIO <= ev.source_for(node).rows and any(
+                y not in status for y in successors(node, heights)
+            ):
+                ev.keep(node, classes)
+                kept += 1
+        order = [n for n in order if n not in status]
+        if progress:
+            progress(ev.checked, len(status) - ev.checked, total - len(status))
+    relaxed_sat = {n for n, ok in status.items() if ok}
+    checked, queries = ev.checked, ev.queries
+    results: dict[Node, NodeResult] = dict(ev.cache)
+    if plan.monotone:
+        sat = relaxed_sat
+    else:
+        full = Evaluator(plan)
+        res = full.evaluate(sorted(relaxed_sat, key=lambda n: (height(n), n)))
+        sat = {n for n, r in res.items() if r.ok(plan.allowed)}
+        checked += full.checked
+        queries += full.queries
+        results = dict(full.cache)
+    return SearchResult("flash", sat, minimal(sat, universe), total, checked, queries, results)
+
+
 def _project(node: Node, subset: tuple[int, ...]) -> Node:
     return tuple(lvl if j in subset else None for j, lvl in enumerate(node))
 
@@ -494,6 +672,7 @@ def datafly(plan: Plan, progress: Progress | None = None) -> SearchResult:
 
 
 ALGORITHMS: dict[str, Callable[[Plan, Progress | None], SearchResult]] = {
+    "flash": flash,
     "incognito": incognito,
     "exhaustive": exhaustive,
     "datafly": datafly,

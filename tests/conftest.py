@@ -25,8 +25,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # The shared data sits beside the checkout (../shared); a clone elsewhere falls back to /work/shared.
-SHARED = next((p for p in (ROOT.parent / "shared", Path("/work/shared")) if (p / "data").is_dir()),
-              ROOT.parent / "shared")
+SHARED = next(
+    (p for p in (ROOT.parent / "shared", Path("/work/shared")) if (p / "data").is_dir()),
+    ROOT.parent / "shared",
+)
 ADULT_DIR = Path(os.environ.get("SQLANON_ADULT_DIR", SHARED / "data" / "adult"))
 IN_CI = os.environ.get("CI", "").lower() == "true"
 PG_BIN_CANDIDATES = ["/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/lib/postgresql/17/bin"]

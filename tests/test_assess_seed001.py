@@ -116,8 +116,12 @@ def test_population_risks_match_the_reference(patients, tmp_path):  # noqa: ANN0
     from tests import reference as ref
 
     cols, rows = patients_rows()
-    extra = [[100 + i, f"P{i}", pc, age, "Flu"] for i, (pc, age) in enumerate(
-        [("47678", 29), ("47678", 29), ("47905", 43), ("47606", 30), ("47673", 36), ("47673", 36)])]
+    extra = [
+        [100 + i, f"P{i}", pc, age, "Flu"]
+        for i, (pc, age) in enumerate(
+            [("47678", 29), ("47678", 29), ("47905", 43), ("47606", 30), ("47673", 36), ("47673", 36)]
+        )
+    ]
     patients.load("census", cols, rows + extra, PATIENT_TYPES)
     policy = _policy("main.patients", ["Postcode", "Age"], k=1)
     policy["population"] = "main.census"

@@ -115,6 +115,12 @@ privacy:
         with session(f"duckdb:///{path}") as be:
             plan = prepare(be, dataclasses.replace(pol, label_column="Disease"))
             compute(plan, [tuple(1 for _ in plan.heights)])
+            # A kept rollup (with the sensitive ranks) and an evaluation from it.
+            from sqlanon.search import Evaluator
+
+            ev = Evaluator(plan)
+            ev.keep(tuple(1 for _ in plan.heights))
+            ev.evaluate([tuple(plan.heights)])
     finally:
         mp.undo()
     return seen

@@ -1,0 +1,1 @@
+SELECT COUNT(*) FROM `sqlanon_coded_00000000_5`
