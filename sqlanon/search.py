@@ -54,13 +54,16 @@ Progress = Callable[[int, int, int], None]
 
 #: Nodes per evaluation query.
 BATCH = 128
+#: Nodes per part of a query: each part groups its source by the levels its nodes use (its meet)
+#: before rolling up to each node, so a part of similar nodes reads far fewer rows than the source.
+PART = 4
 #: Paths whose middle nodes :func:`flash` evaluates per round (one query).
 FLASH_ROUND = 32
 #: Rollups :func:`flash` keeps: at most this many per round and in all, each at least this many
 #: times smaller than the table it would otherwise roll up from.
-KEEP_PER_ROUND = 4
-KEEP_MAX = 32
-KEEP_RATIO = 8
+KEEP_PER_ROUND = 8
+KEEP_MAX = 64
+KEEP_RATIO = 2
 
 
 @dataclass(frozen=True)
@@ -323,8 +326,8 @@ class Evaluator:
         size = 0
         for sid, group in groups.items():
             group.sort(key=lambda n: tuple(-1 if n[j] is None else n[j] for j in order))
-            for i in range(0, len(group), BATCH):
-                chunk = group[i : i + BATCH]
+            for i in range(0, len(group), PART):
+                chunk = group[i : i + PART]
                 if size + len(chunk) > BATCH and parts:
                     self._batch(parts)
                     parts, size = [], 0
