@@ -43,7 +43,7 @@ class FrequencyTables:
     """The base frequency table and the class table of one relation, as session-temporary tables."""
 
     freq: Relation
-    classes: Relation
+    classes: Relation  # the class table; the frequency table itself when built without classes
     q_aliases: list[Sql]
     s_aliases: list[Sql]
     sid_aliases: list[Sql]
@@ -59,8 +59,12 @@ def build_frequency_tables(
     s_exprs: list[Sql],
     s_names: list[str],
     sort_keys: list[Sql] | None = None,
+    *,
+    with_classes: bool = True,
 ) -> FrequencyTables:
-    """Scan ``source`` once into the base frequency table, then derive the class table from it."""
+    """Scan ``source`` once into the base frequency table, then derive the class table from it.
+    Without ``with_classes`` (the search) the table has no cid and no class table is made: the sort
+    that numbers the classes is skipped."""
     q_aliases = [ident(f"q_{i}") for i in range(len(qi_exprs))]
     s_aliases = [ident(f"s_{i}") for i in range(len(s_exprs))]
     sid_aliases = [ident(f"sid_{i}") for i in range(len(s_exprs))]
@@ -74,7 +78,10 @@ def build_frequency_tables(
         s_aliases=s_aliases,
         sid_aliases=sid_aliases,
         sort_keys=sort_keys or s_aliases,
+        with_cid=with_classes,
     )
+    if not with_classes:
+        return FrequencyTables(freq, freq, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
     classes = be.create_temp("cls", "freq/classes", freq=freq, q_aliases=q_aliases)
     return FrequencyTables(freq, classes, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
 

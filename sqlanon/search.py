@@ -174,8 +174,9 @@ def prepare(be: Backend, policy: Policy) -> Plan:
         [ident(n) for n in s_names],
         s_names,
         sort_keys,
+        with_classes=False,
     )
-    n_rows = int(be.query("assess/summary", classes=base.classes, k=1)[0][0] or 0)
+    n_rows = int(be.query("search/total", base=base.freq)[0][0] or 0)
     if n_rows == 0:
         raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
     check_coverage(be, hierarchies, base)

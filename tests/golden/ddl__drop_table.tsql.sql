@@ -1,1 +1,1 @@
-DROP TABLE IF EXISTS [sqlanon_coded_00000000_11]
+DROP TABLE IF EXISTS [sqlanon_coded_00000000_9]

@@ -1,1 +1,1 @@
-SELECT COUNT_BIG(*) FROM [sqlanon_coded_00000000_5]
+SELECT COUNT_BIG(*) FROM [sqlanon_coded_00000000_4]

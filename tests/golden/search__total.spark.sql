@@ -1,0 +1,1 @@
+SELECT SUM(cnt) FROM `sqlanon_freq_00000000_3`
