@@ -304,6 +304,9 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     label = data.get("label")
     if label is not None and str(label) not in {c.name for c in columns}:
         raise _fail("label", f"{label!r} is not a declared column")
+    if label is not None and any(c.name == str(label) and c.role == "identifier" for c in columns):
+        # CM scores how well the release predicts the label; an identifier is not released as is.
+        raise _fail("label", f"{label!r} is an identifier (not released as is); use a released column")
 
     return Policy(
         source=source,

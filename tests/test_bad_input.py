@@ -65,6 +65,15 @@ def test_column_with_two_roles(patients, tmp_path):  # noqa: ANN001
     _fails(patients, tmp_path, pol, "columns.Age.role", "exactly one role")
 
 
+def test_label_must_be_a_released_column(patients, tmp_path):  # noqa: ANN001
+    pol = _pol()
+    pol["columns"]["PatientID"] = {"role": "identifier", "action": "drop"}
+    pol["label"] = "PatientID"
+    _fails(patients, tmp_path, pol, "label", "'PatientID'", "identifier", command="anonymise")
+    pol["label"] = "Nope"
+    _fails(patients, tmp_path, pol, "label", "'Nope'", "not a declared column", command="anonymise")
+
+
 def test_no_quasi_identifier(patients, tmp_path):  # noqa: ANN001
     pol = {"source": "main.patients", "columns": {"Disease": {"role": "sensitive"}}}
     _fails(patients, tmp_path, pol, "'columns'", "no quasi-identifier")
