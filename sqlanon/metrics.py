@@ -825,9 +825,18 @@ def profile(
     algorithm = algorithm or policy.search.algorithm
     rows = []
     info = None
+    first = None
     for k in ks:
         pol_k = dataclasses.replace(policy, privacy=dataclasses.replace(policy.privacy, k=k))
-        plan = prepare(be, pol_k)
+        if first is None:
+            plan = first = prepare(be, pol_k)
+        else:
+            # k changes neither the base frequency table nor the coded levels: one source scan
+            # serves every k (and the metrics' tables built for one k serve the next).
+            plan = dataclasses.replace(first, policy=pol_k)
+            cached = getattr(first, "_sqlanon_metric_tables", None)
+            if cached is not None:
+                plan._sqlanon_metric_tables = cached  # noqa: SLF001
         info = info or metric_info(plan)
         result = run_search(plan, algorithm, progress)
         entry: dict[str, Any] = {
