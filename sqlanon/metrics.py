@@ -12,7 +12,8 @@ recoding, so B depends on the label only); probabilities are counted in the sour
 How suppressed records count. Bayardo and Agrawal charge a suppressed record |T| in DM; Iyengar
 charges it 1 in CM and in the multiple-use metric (the maximal loss). Every other per-record metric
 counts a suppressed record as a record whose every quasi-identifier is fully generalised ('*': B is
-the whole domain), which is the most it can lose; for average class size the suppressed records
+the whole domain), which for most of them is the most it can lose (not for ``entropy_loss`` and
+the private-MI metrics: see :func:`rank_lower_bound`); for average class size the suppressed records
 form one more (fully generalised) class.
 
 ========================= ===================================================================

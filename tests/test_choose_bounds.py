@@ -24,6 +24,7 @@ from sqlanon.engine import session
 from sqlanon.metrics import (
     BOUNDED_METRICS,
     METRIC_INFO,
+    NODE_METRICS,
     candidates_for,
     rank_lower_bound,
     score,
@@ -37,36 +38,51 @@ from tests.test_metrics import A_LABELS, A_VALUES, B_LABELS, B_VALUES, case_poli
 
 #: Bounds that are the node's exact rank when it suppresses nothing.
 EXACT_AT_S0 = [m for m in BOUNDED_METRICS if m != "avg_class_size"]
+#: Metrics whose value is computed in Python from the search's counts (no SQL sum of doubles).
+REPRODUCIBLE = (*NODE_METRICS, "precision", "discernibility", "avg_class_size")
 
 
 def tol(x: float) -> float:
     return 1e-12 * max(1.0, abs(x))
 
 
-def reference_choose(plan: Any, result: Any, metric: str) -> tuple[tuple, float]:
-    """The exhaustive ``choose``: score every candidate, least (rank, height, node)."""
+def reference_choose(plan: Any, result: Any, metric: str) -> tuple[tuple, float, dict[tuple, float]]:
+    """The exhaustive ``choose``: score every candidate, least (rank, height, node); also the ranks."""
     scored = score(plan, candidates_for(plan, result, metric), metric, result.results)
     best = min(scored, key=lambda nv: (nv[1], sum(nv[0]), nv[0]))
-    return best[0], value(best[1], metric)
+    return best[0], value(best[1], metric), dict(scored)
 
 
 def check_choose(
     plan: Any, result: Any, metric: str, chunks: tuple[int, ...] = (metrics.CHOOSE_CHUNK, 1)
 ) -> dict[int, dict[str, Any]]:
-    """``choose`` (with each chunk size) returns the exhaustive reference's node and value."""
-    want_node, want_value = reference_choose(plan, result, metric)
-    n_cands = len(candidates_for(plan, result, metric))
+    """``choose`` (with each chunk size) returns the exhaustive reference's node and value.
+
+    Bit for bit where the ranks are computed in Python from the search's counts (REPRODUCIBLE).
+    The record-level metrics sum doubles in SQL, and the engine's SUM is not reproducible to the
+    last bit (DuckDB: scoring the same candidates twice, as for ``private_mi``, which has no bound,
+    gave 0.1198658896991381 and 0.11986588969913813): there ``choose`` must return a node whose
+    reference rank is within 1e-12 of the best, with that value.
+    """
+    want_node, want_value, ranks = reference_choose(plan, result, metric)
+    best_rank = min(ranks.values())
+    near = {nd for nd, r in ranks.items() if r <= best_rank + tol(best_rank)}
     out = {}
     for chunk in chunks:
         with mock.patch.object(metrics, "CHOOSE_CHUNK", chunk):
             node, best = choose(plan, result, metric)
-        where = f"{metric}, {result.algorithm}, chunk {chunk}"
-        assert node == want_node, f"{where}: {node} {best}, exhaustive {want_node} {want_value}"
-        assert best["value"] == want_value, where
-        assert best["metric"] == metric and best["candidates"] == n_cands, where
-        assert 1 <= best["scored"] <= n_cands, where
+        where = (
+            f"{metric}, {result.algorithm}, chunk {chunk}: {node} {best}, exhaustive {want_node} {want_value}"
+        )
+        if metric in REPRODUCIBLE:
+            assert node == want_node and best["value"] == want_value, where
+        else:
+            assert node in near, where
+            assert best["value"] == pytest.approx(want_value, rel=1e-12, abs=1e-12), where
+        assert best["metric"] == metric and best["candidates"] == len(ranks), where
+        assert 1 <= best["scored"] <= len(ranks), where
         if metric not in BOUNDED_METRICS:
-            assert best["scored"] == n_cands, where
+            assert best["scored"] == len(ranks), where
         out[chunk] = best
     return out
 
