@@ -1,4 +1,5 @@
-"""The generalisation lattice and its searches: Incognito, Datafly and exhaustive (MinGen).
+"""The generalisation lattice and its searches: Flash (the default), Incognito, Datafly and
+exhaustive (MinGen).
 
 A node is a vector of levels, one per quasi-identifier (``None`` for a quasi-identifier outside the
 subset Incognito is looking at). A node satisfies the policy when the records in its classes that
@@ -11,6 +12,8 @@ source is scanned exactly once, into the base frequency table; each level of eac
 coded as a small integer (``templates/search/coded.sql.j2``), so that a node's classes are the
 groups of one integer key (the level codes in mixed radix) and its frequency table is a rollup of
 the batch's common rollup (the meet), never a rescan (seed 002 section 4.2, rollup property).
+Flash also keeps the frequency tables of some failing nodes (temporary tables) and rolls the nodes
+above them up from those instead of from the coded base table (:class:`Source`).
 GROUPING SETS were measured first: 2-3x slower on DuckDB and PostgreSQL, and the SQL text of one
 branch per node made sqlglot the bottleneck; the node table of weights keeps the SQL small.
 
@@ -20,7 +23,7 @@ et al. 2006 for l, Li et al. 2007 for t). l and t *with* suppression do not: gen
 good class into a bad one and raise the count of records to suppress. For such policies Incognito
 runs on the monotone relaxation (class sizes only: k, and the least class size any l or the
 prosecutor bound implies), then evaluates the full policy on every node the relaxation lets through
-(as ARX does for non-monotonic criteria), so the result stays exact.
+(as ARX does for non-monotonic criteria), so the result stays exact. Flash does the same.
 """
 
 from __future__ import annotations
