@@ -95,7 +95,9 @@ def _start_pg() -> PgCluster:
             pwd.getpwnam(as_user)
         except KeyError as e:
             raise RuntimeError("running as root but there is no 'postgres' user to run initdb") from e
+    _reap_stale_clusters(binp, as_user)
     base = Path(tempfile.mkdtemp(prefix="sqlanon-pg-"))
+    (base / "owner.pid").write_text(str(os.getpid()))
     datadir, sockdir = base / "data", base / "sock"
     sockdir.mkdir()
     if as_user:
@@ -122,6 +124,31 @@ def _start_pg() -> PgCluster:
         log = (base / "log").read_text() if (base / "log").exists() else ""
         raise RuntimeError(f"pg_ctl start failed: {r.stderr.strip()[-300:]} {log[-500:]}")
     return PgCluster(binp, datadir, sockdir, port, user, as_user)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reap_stale_clusters(binp: Path, as_user: str | None) -> None:
+    """Stop and remove the clusters of test sessions that died without stopping theirs (a pytest
+    killed by a timeout): those whose owner process is gone. Clusters of live sessions are kept."""
+    for base in Path(tempfile.gettempdir()).glob("sqlanon-pg-*"):
+        try:
+            owner = int((base / "owner.pid").read_text())
+        except (OSError, ValueError):
+            continue  # not ours to judge (no owner recorded)
+        if _alive(owner):
+            continue
+        if (base / "data" / "postmaster.pid").exists():
+            _run_as([str(binp / "pg_ctl"), "-D", str(base / "data"), "-m", "immediate", "stop"], as_user)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _stop_pg(c: PgCluster) -> None:
