@@ -457,7 +457,9 @@ def worker_main(spec_path: str) -> None:
     if engine == "duckdb":
         import duckdb
 
-        con = duckdb.connect(spec["path"])
+        # The same DuckDB settings as sqlanon's URL (a memory_limit, when given, bounds the floor too).
+        config = {"memory_limit": spec["memory_limit"]} if spec.get("memory_limit") else {}
+        con = duckdb.connect(spec["path"], config=config)
         res["duckdb_settings"] = dict(
             zip(
                 ("threads", "memory_limit"),
@@ -642,10 +644,14 @@ def run_subprocess(
     except subprocess.TimeoutExpired:
         partial = json.loads(out_path.read_text()) if out_path.exists() else None
         return partial, f"skipped: timeout ({timeout:g} s)"
+    err = (proc.stderr or "").strip()
     if out_path.exists():
         res = json.loads(out_path.read_text())
-        return res, res.get("status", "ok")
-    err = (proc.stderr or "").strip()
+        status = res.get("status", "ok")
+        if proc.returncode != 0:  # a worker that failed after saving some measurements
+            last = err.splitlines()[-1] if err else "no output"
+            status = f"error (exit {proc.returncode}) after {status} results: {last[:300]}"
+        return res, status
     if "MemoryError" in err or proc.returncode in (-9, 137):
         return None, "skipped: memory"
     return None, f"error (exit {proc.returncode}): {err.splitlines()[-1] if err else 'no output'}"
@@ -885,6 +891,7 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
                         # process (it spills to disk beyond it). Reported as an engine of its own.
                         url += f"?memory_limit={args.duckdb_memory_limit}"
                         label = f"duckdb[memory_limit={args.duckdb_memory_limit}]"
+                        spec["memory_limit"] = args.duckdb_memory_limit
                     spec.update({"path": str(path), "url": url})
                 else:
                     spec.update(
