@@ -536,21 +536,25 @@ def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:
         sat_prev = sat_now
         if size == d:
             final_status = status
-    universe = all_nodes(plan.heights)
-    relaxed_sat = {n for n, ok in final_status.items() if ok}
-    checked = ev.checked
-    queries = ev.queries
+    return _finish("incognito", plan, ev, final_status, all_nodes(plan.heights))
+
+
+def _finish(
+    name: str, plan: Plan, ev: Evaluator, status: dict[Node, bool], universe: list[Node]
+) -> SearchResult:
+    """The result of a walk over ``status``: for a non-monotone policy the walk used the monotone
+    relaxation, so the full policy is evaluated on every node the relaxation let through."""
+    sat = {n for n, ok in status.items() if ok}
+    checked, queries = ev.checked, ev.queries
     results: dict[Node, NodeResult] = dict(ev.cache)
-    if plan.monotone:
-        sat = relaxed_sat
-    else:
+    if not plan.monotone:
         full = Evaluator(plan)
-        res = full.evaluate(sorted(relaxed_sat, key=lambda n: (height(n), n)))
+        res = full.evaluate(sorted(sat, key=lambda n: (height(n), n)))
         sat = {n for n, r in res.items() if r.ok(plan.allowed)}
         checked += full.checked
         queries += full.queries
         results = dict(full.cache)
-    return SearchResult("incognito", sat, minimal(sat, universe), total, checked, queries, results)
+    return SearchResult(name, sat, minimal(sat, universe), len(universe), checked, queries, results)
 
 
 def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
@@ -633,19 +637,7 @@ def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
         order = [n for n in order if n not in status]
         if progress:
             progress(ev.checked, len(status) - ev.checked, total - len(status))
-    relaxed_sat = {n for n, ok in status.items() if ok}
-    checked, queries = ev.checked, ev.queries
-    results: dict[Node, NodeResult] = dict(ev.cache)
-    if plan.monotone:
-        sat = relaxed_sat
-    else:
-        full = Evaluator(plan)
-        res = full.evaluate(sorted(relaxed_sat, key=lambda n: (height(n), n)))
-        sat = {n for n, r in res.items() if r.ok(plan.allowed)}
-        checked += full.checked
-        queries += full.queries
-        results = dict(full.cache)
-    return SearchResult("flash", sat, minimal(sat, universe), total, checked, queries, results)
+    return _finish("flash", plan, ev, status, universe)
 
 
 def _project(node: Node, subset: tuple[int, ...]) -> Node:
