@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -11,29 +12,76 @@ from typing import Any
 import click
 from rich.console import Console
 
+from sqlanon import interrupt
+from sqlanon.engine import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.policy import ALGORITHMS
 
 DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
 
 
+def _one_line(text: str) -> str:
+    return " ".join(redact(str(text)).split())
+
+
 def _errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Every failure a user can cause is one line on stderr and exit status 2; an interrupt is one
+    line and 128 + the signal number (see :mod:`sqlanon.interrupt`)."""
+
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        interrupt.install()
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            interrupt.check()  # an interrupt held during the commit of the swap
+            return result
+        except KeyboardInterrupt as e:
+            signum = interrupt.received() or getattr(e, "signum", None) or signal.SIGINT
+            done = interrupt.published()
+            if done:
+                click.echo(f"error: interrupted after the release was published to {done}", err=True)
+            else:
+                click.echo("error: interrupted; nothing was published or changed", err=True)
+            sys.exit(128 + int(signum))
         except SqlanonError as e:
-            click.echo(f"error: {e}", err=True)
+            if interrupt.received() is not None:
+                # A driver reported the interrupt as its own error: say what really happened.
+                click.echo("error: interrupted; nothing was published or changed", err=True)
+                sys.exit(128 + int(interrupt.received() or signal.SIGINT))
+            click.echo(f"error: {_one_line(str(e))}", err=True)
+            sys.exit(2)
+        except RecursionError:
+            click.echo("error: input nested too deeply to process", err=True)
             sys.exit(2)
 
     return wrapper
+
+
+class _Group(click.Group):
+    """Usage errors (an unknown option, a bad --as, a directory as the policy) in one line too."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        standalone = kwargs.pop("standalone_mode", True)
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as e:
+            where = f"{e.ctx.command_path}: " if e.ctx is not None else ""
+            click.echo(f"error: {where}{_one_line(e.format_message())}", err=True)
+            sys.exit(2)
+        except click.Abort:
+            click.echo("error: interrupted; nothing was published or changed", err=True)
+            sys.exit(130)
+        except click.exceptions.Exit as e:
+            if standalone:
+                sys.exit(e.exit_code)
+            return e.exit_code
 
 
 def _emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
 
 
-@click.group()
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sqlanon")
 def main() -> None:
     """SQL-pushdown anonymiser: measure, search and publish anonymised relations in the database."""
@@ -64,8 +112,14 @@ def assess(policy: str, db: str | None, as_json: bool) -> None:
 
 
 def _progress_bar(console: Console) -> Any:
-    """A rich progress bar fed by the search's (checked, pruned, remaining) callback."""
+    """A rich progress bar fed by the search's (checked, pruned, remaining) callback; only on a
+    terminal (piped stderr stays clean: one line per error)."""
+    import contextlib
+
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    if not console.is_terminal:
+        return contextlib.nullcontext(), lambda checked, pruned, remaining: None
 
     bar = Progress(
         TextColumn("search"),
@@ -148,7 +202,11 @@ def anonymise(
     else:
         from sqlanon.report import print_anonymise
 
-        print_anonymise(result, Console())
+        sql = result.get("sql")
+        print_anonymise({**result, "sql": None}, Console())
+        if sql:
+            # Byte-exact whatever the terminal: never through rich, which wraps long lines.
+            click.echo(sql + ";")
 
 
 @main.command(name="compile")
@@ -252,6 +310,28 @@ def profile(
         _emit_json(result)
     else:
         print_profile(result, Console())
+
+
+@main.command()
+@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--drop", is_flag=True, help="Drop the leftovers found (default: only list them).")
+@_errors
+def cleanup(db: str, drop: bool) -> None:
+    """List (and with --drop remove) staging relations left by interrupted runs of older versions."""
+    from sqlanon.catalog import leftovers
+    from sqlanon.engine import session
+
+    with session(db) as be:
+        found = leftovers(be)
+        for rid in found:
+            if drop:
+                be.execute(f"ddl/drop_{rid.kind}", kind="drop", target=rid.relation())
+                be.commit()
+            click.echo(f"{'dropped' if drop else 'leftover'} {rid.kind} {rid}")
+    if not found:
+        click.echo("no leftover staging relations")
+    elif not drop:
+        click.echo(f"{len(found)} leftover(s); run again with --drop to remove them", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

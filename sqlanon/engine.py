@@ -11,13 +11,16 @@ import itertools
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlglot import exp
+
+from sqlanon import interrupt
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
-from sqlanon.sql.compile import find_template, to_sql
+from sqlanon.sql.compile import find_template, inline_select, to_sql
 
 SQLALCHEMY_TO_SQLGLOT = {
     "duckdb": "duckdb",
@@ -66,29 +69,46 @@ class Backend:
     _temps: list[str] = field(default_factory=list)
     _counter: Iterator[int] = field(default_factory=itertools.count)
     log: list[str] = field(default_factory=list)
+    #: Read-only mode: the connection may not create even temporary tables (a read-only
+    #: transaction, a standby, no TEMP privilege). Each "temporary table" is then kept as its
+    #: SELECT and attached as a CTE to every statement that reads it: slower, never writing.
+    inline: bool = False
+    _inlined: dict[str, exp.Expression] = field(default_factory=dict)
 
     # -- statements -------------------------------------------------------------------------
     def _run(self, sql: str) -> Any:
         self.log.append(sql)
         from sqlalchemy import text
 
+        interrupt.check()
         return self._conn.execute(text(_escape_colons(sql)))
+
+    def _fail(self, what: str, name: str, e: BaseException) -> SqlanonError:
+        # A driver turns an interrupt into its own exception (DuckDB's InterruptException, a
+        # cancelled PostgreSQL query): the recorded signal says what really happened.
+        interrupt.check()
+        return SqlanonError(f"{what} {name!r} failed on {self.dialect}: {_first_line(e)}")
+
+    def _sql(self, name: str, kind: str, context: dict[str, object]) -> str:
+        if self._inlined:
+            return to_sql(name, self.dialect, kind=kind, inline=self._inlined, **context)
+        return to_sql(name, self.dialect, kind=kind, **context)
 
     def query(self, name: str, /, **context: object) -> list[tuple]:
         """Run a SELECT template and return its rows (aggregates only, never the source rows)."""
-        sql = to_sql(name, self.dialect, kind="select", **context)
+        sql = self._sql(name, "select", context)
         try:
             res = self._run(sql)
+            return [tuple(r) for r in res.fetchall()]
         except Exception as e:  # noqa: BLE001 - any driver error becomes one line
-            raise SqlanonError(f"query {name!r} failed on {self.dialect}: {_first_line(e)}") from e
-        return [tuple(r) for r in res.fetchall()]
+            raise self._fail("query", name, e) from e
 
     def execute(self, name: str, /, *, kind: str, **context: object) -> None:
-        sql = to_sql(name, self.dialect, kind=kind, **context)
+        sql = self._sql(name, kind, context)
         try:
             self._run(sql)
         except Exception as e:  # noqa: BLE001
-            raise SqlanonError(f"statement {name!r} failed on {self.dialect}: {_first_line(e)}") from e
+            raise self._fail("statement", name, e) from e
 
     # -- catalogue ---------------------------------------------------------------------------
     def columns(self, rel: Relation) -> list[Column]:
@@ -104,7 +124,9 @@ class Backend:
     def require_columns(self, rel: Relation, what: str) -> list[Column]:
         cols = self.columns(rel)
         if not cols:
-            raise SqlanonError(f"{what}: relation {str(rel)!r} not found on {self.dialect} ({self.url})")
+            raise SqlanonError(
+                f"{what}: relation {str(rel)!r} not found on {self.dialect} ({redact(self.url)})"
+            )
         return cols
 
     # -- temporary relations ------------------------------------------------------------------
@@ -114,6 +136,11 @@ class Backend:
     def create_temp(self, stem: str, template: str, **context: object) -> Relation:
         """Materialise a SELECT template as a session-temporary table (dropped on close)."""
         rel = self.temp_relation(stem)
+        if self.inline:
+            self._inlined[rel.name] = inline_select(
+                find_template(template, self.dialect), self._inlined, **context
+            )
+            return rel
         self.execute(
             "ddl/create_temp",
             kind="create",
@@ -125,18 +152,53 @@ class Backend:
         return rel
 
     def drop_temps(self) -> None:
-        for name in reversed(self._temps):
+        """Drop this session's temporary tables (best effort, and even after an interrupt: the
+        session ends anyway, and its temporary tables with it)."""
+        from sqlalchemy import text
+
+        self._inlined.clear()
+        with interrupt.deferred():
+            if self._conn is not None and self._conn.in_transaction():
+                with contextlib.suppress(Exception):
+                    self._conn.rollback()  # a failed statement leaves PostgreSQL's transaction aborted
+            for name in reversed(self._temps):
+                with contextlib.suppress(Exception):
+                    sql = to_sql("ddl/drop_table", self.dialect, kind="drop", target=Relation(name))
+                    self._conn.execute(text(_escape_colons(sql)))
             with contextlib.suppress(Exception):
-                self.execute("ddl/drop_table", kind="drop", target=Relation(name))
+                if self._conn is not None and self._conn.in_transaction():
+                    self._conn.commit()
         self._temps.clear()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
-        # One flat transaction (DuckDB has no savepoints): end the implicit one reads opened.
-        if self._conn.in_transaction():
+    def atomic(self) -> Iterator[Callable[[str], None]]:
+        """One explicit transaction around a publish; yields ``commit(label)``.
+
+        The commit runs with interrupts deferred, so a Ctrl-C lands either before it (everything
+        is rolled back: the engines' DDL is transactional) or after it (the swap is complete and
+        recorded, see :mod:`sqlanon.interrupt`). Leaving the block without committing, by an
+        exception, an interrupt or a kill (the server, or DuckDB's WAL, discards an uncommitted
+        transaction), rolls back.
+        """
+        if self._conn.in_transaction():  # the implicit transaction of earlier reads
             self._conn.commit()
-        with self._conn.begin():
-            yield
+        tx = self._conn.begin()
+        done = False
+
+        def commit(label: str) -> None:
+            nonlocal done
+            with interrupt.deferred():
+                interrupt.check()
+                tx.commit()
+                done = True
+                interrupt.mark_published(label)
+
+        try:
+            yield commit
+        finally:
+            if not done:
+                with contextlib.suppress(Exception):
+                    tx.rollback()
 
     def rollback(self) -> None:
         if self._conn is not None and self._conn.in_transaction():
@@ -147,19 +209,20 @@ class Backend:
             self._conn.commit()
 
     def close(self) -> None:
-        self.drop_temps()
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                if self._conn.in_transaction():
-                    self._conn.commit()
-            self._conn.close()
-        if self._engine is not None:
-            self._engine.dispose()
+        try:
+            self.drop_temps()
+        finally:
+            with interrupt.deferred():
+                if self._conn is not None:
+                    with contextlib.suppress(Exception):
+                        self._conn.close()
+                if self._engine is not None:
+                    self._engine.dispose()
 
 
 def _first_line(e: BaseException) -> str:
     msg = str(getattr(e, "orig", None) or e).strip().splitlines()
-    return msg[0] if msg else type(e).__name__
+    return redact(msg[0]) if msg else type(e).__name__
 
 
 def normalise_url(url: str | None) -> str:
@@ -171,9 +234,39 @@ def normalise_url(url: str | None) -> str:
     return url
 
 
-def connect(url: str | None = None, *, read_only: bool = False) -> Backend:
-    """Open one connection for a whole command (temporary tables live on it)."""
+_PASSWORD = re.compile(r"(?P<pre>://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<post>@)")
+_PASSWORD_QUERY = re.compile(r"""(?P<pre>[?&](password|pwd|secret|token)=)[^&\s'"]*""", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """Hide the password of any URL in ``text`` (errors, logs and JSON never show one).
+
+    >>> redact("cannot connect to 'postgresql://ann:s3cr3t@db/x?password=p2'")
+    "cannot connect to 'postgresql://ann:***@db/x?password=***'"
+    """
+    text = _PASSWORD.sub(lambda m: f"{m['pre']}***{m['post']}", text)
+    return _PASSWORD_QUERY.sub(lambda m: f"{m['pre']}***", text)
+
+
+def _duckdb_path(url: str) -> str | None:
+    """The file a DuckDB URL opens (None for an in-memory database)."""
+    from sqlalchemy.engine import make_url
+
+    db = make_url(url).database
+    if not db or db == ":memory:" or db.startswith(":memory:"):
+        return None
+    return db
+
+
+def connect(url: str | None = None, *, create: bool = False) -> Backend:
+    """Open one connection for a whole command (temporary tables live on it).
+
+    A DuckDB file is opened only if it exists, unless ``create`` (the demo): a mistyped path must
+    not leave an empty database behind. A connection that may not create temporary tables (a
+    read-only transaction, a standby, no TEMP privilege) measures in read-only mode.
+    """
     url = normalise_url(url)
+    shown = redact(url)
     if url == "spark" or url.startswith("spark://"):
         raise SqlanonError(
             "--db: executing on Spark is not supported yet; use `sqlanon compile --dialect spark`"
@@ -183,15 +276,30 @@ def connect(url: str | None = None, *, read_only: bool = False) -> Backend:
 
     try:
         engine = create_engine(url, poolclass=_single_pool())
-    except (ArgumentError, NoSuchModuleError) as e:
-        raise SqlanonError(f"--db: cannot use URL {url!r}: {_first_line(e)}") from None
+    except (ArgumentError, NoSuchModuleError, ValueError) as e:
+        raise SqlanonError(f"--db: cannot use URL {shown!r}: {redact(_first_line(e))}") from None
     name = engine.dialect.name
     dialect = SQLALCHEMY_TO_SQLGLOT.get(name, name)
+    if dialect == "duckdb":
+        path = _duckdb_path(url)
+        if path is not None and not create and not os.path.exists(path):
+            raise SqlanonError(
+                f"--db: DuckDB file {path!r} does not exist (sqlanon opens existing databases; "
+                "check the path)"
+            )
+        if path is not None and os.path.isdir(path):
+            raise SqlanonError(f"--db: {path!r} is a directory, not a DuckDB file")
     try:
         conn = engine.connect()
     except Exception as e:  # noqa: BLE001
-        raise SqlanonError(f"--db: cannot connect to {url!r}: {_first_line(e)}") from None
-    return Backend(dialect=dialect, url=url, _conn=conn, _engine=engine)
+        interrupt.check()
+        raise SqlanonError(f"--db: cannot connect to {shown!r}: {redact(_first_line(e))}") from None
+    be = Backend(dialect=dialect, url=shown, _conn=conn, _engine=engine)
+    if dialect == "postgres":
+        ro, temp = be.query("catalog/can_create_temp")[0]
+        be.inline = bool(int(ro)) or not bool(int(temp))
+        be.commit()
+    return be
 
 
 def _single_pool() -> Any:
@@ -201,8 +309,8 @@ def _single_pool() -> Any:
 
 
 @contextlib.contextmanager
-def session(url: str | None = None) -> Iterator[Backend]:
-    be = connect(url)
+def session(url: str | None = None, *, create: bool = False) -> Iterator[Backend]:
+    be = connect(url, create=create)
     try:
         yield be
     finally:

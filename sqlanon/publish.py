@@ -16,6 +16,15 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.assess import _l_rank, _sort_key, assess, requirement_checks
+from sqlanon.catalog import (
+    RelId,
+    check_length,
+    dependent_views,
+    grants,
+    identify,
+    reads_relation,
+    schema_exists,
+)
 from sqlanon.engine import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.hierarchy import Hierarchy
@@ -189,12 +198,8 @@ def anonymise(
     target = policy.target
     if target is None and not dry_run:
         raise SqlanonError("target: the policy names no target relation to publish (or use --dry-run)")
-    if target is not None and _same(target, policy.source):
-        raise SqlanonError(f"target: {str(target)!r} is the source; sqlanon never modifies a source")
-    if target is not None and not dry_run:
-        existing = relation_kind(be, target)
-        if existing and not replace:
-            raise SqlanonError(f"target: {str(target)!r} already exists; pass --replace to replace it")
+    check_hash_release(policy, kind)
+    pre = preflight(be, policy, None if dry_run else target, replace)
     plan = prepare(be, policy)
     metric = metric or policy.search.metric
     out: dict[str, Any] = {}
@@ -252,12 +257,70 @@ def anonymise(
         out["published"] = None
         return out
     assert target is not None
-    out["published"] = _publish(be, policy, plan, node, target, kind, replace, src_cols, res.bad_records)
+    out["published"] = _publish(be, policy, plan, node, target, kind, replace, src_cols, res.bad_records, pre)
     return out
 
 
-def _same(a: Relation, b: Relation) -> bool:
-    return (a.name, a.schema or "", a.catalog or "") == (b.name, b.schema or "", b.catalog or "")
+@dataclasses.dataclass(frozen=True)
+class Preflight:
+    """What was checked about the target before the search (so that nothing fails after it)."""
+
+    source: RelId
+    target: RelId | None = None  # the existing target, if any
+    grants: tuple[tuple[str, str, bool], ...] = ()
+
+
+def check_hash_release(policy: Policy, kind: str) -> None:
+    """A keyed hash inside a view would put the key (its HMAC pads) in the view's definition,
+    which readers can see; only a materialised table keeps it out of the release."""
+    hashed = [c.name for c in policy.identifiers if c.action == "hash"]
+    if hashed and kind == "view":
+        raise SqlanonError(
+            f"columns.{hashed[0]}.action: hash needs publishing as a table (--as table or publish.as: "
+            "table); a view's definition would show the hash key to its readers"
+        )
+
+
+def preflight(be: Backend, policy: Policy, target: Relation | None, replace: bool) -> Preflight:
+    """Resolve source, population and target by catalogue identity and refuse, before searching,
+    every target that would modify a source or lose data: the source itself (in any spelling), the
+    population, a relation the source or population reads (through views), an existing target
+    without ``--replace``, one that other views read, a missing schema, a name the engine would
+    truncate."""
+    src = identify(be, policy.source, "source")
+    if src is None:
+        be.require_columns(policy.source, "source")  # the usual "not found" message
+        raise SqlanonError(f"source: relation {str(policy.source)!r} not found")
+    pop = identify(be, policy.population, "population") if policy.population is not None else None
+    if target is None:
+        return Preflight(src)
+    check_length(be, target, "target")
+    if not schema_exists(be, target):
+        raise SqlanonError(f"target: schema {target.schema!r} of {str(target)!r} does not exist")
+    tid = identify(be, target, "target")
+    if tid is None:
+        return Preflight(src)
+    shown = f"target: {str(target)!r}"
+    for rid, role in ((src, "source"), (pop, "population")):
+        if rid is None:
+            continue
+        if tid.same(rid) or (be.dialect == "postgres" and tid.oid == rid.oid):
+            raise SqlanonError(
+                f"{shown} is the {role} ({rid}); sqlanon never modifies the {role}; choose another target"
+            )
+        if reads_relation(be, rid, tid):
+            raise SqlanonError(
+                f"{shown} ({tid}) is read by the {role} {str(rid)!r}; replacing it would change the {role}"
+            )
+    if not replace:
+        raise SqlanonError(f"{shown} already exists; pass --replace to replace it")
+    views = dependent_views(be, tid)
+    if views:
+        raise SqlanonError(
+            f"{shown} is read by the view(s) {', '.join(views[:5])}; replacing it would change or break "
+            "them: repoint or drop them first"
+        )
+    return Preflight(src, tid, tuple(grants(be, tid)))
 
 
 def _publish(
@@ -270,44 +333,55 @@ def _publish(
     replace: bool,
     src_cols: list[str],
     suppressed: int,
+    pre: Preflight,
 ) -> dict[str, Any]:
-    staging = target.with_name(f"{target.name}__sqlanon_{uuid.uuid4().hex[:8]}")
+    """Build, verify and swap in ONE transaction (DuckDB and PostgreSQL have transactional DDL).
+
+    Any failure, interrupt or kill before the commit rolls everything back: no staging relation
+    can be left behind, and the only relation dropped is the old target, inside the swap. The
+    staging and swap names are sqlanon's own short names (``sqlanon_stage_<hex>``), never derived
+    from the target's, so no engine truncates them onto an existing relation; the CREATE has no
+    IF NOT EXISTS, so a name taken by anyone else fails instead of being reused or dropped.
+    """
+    tag = uuid.uuid4().hex[:12]
+    staging = target.with_name(f"sqlanon_stage_{tag}")
+    old = target.with_name(f"sqlanon_old_{tag}")
     ctx = release_context(policy, plan.hierarchies, node, src_cols)
-    be.commit()
-    try:
+    with be.atomic() as commit:
         be.execute(f"publish/create_{kind}", kind="create", target=staging, **ctx)
-        be.commit()
+        for grantee, privilege, grantable in pre.grants:
+            be.execute(
+                "publish/grant",
+                kind="grant",
+                target=staging,
+                grantee=grantee,
+                privilege=_privilege(privilege),
+                grantable=grantable,
+            )
         published = verify(be, policy, plan, staging, suppressed)
-    except BaseException:
-        _cleanup(be, staging, kind)
-        raise
-    # The swap: one transaction, so readers see the old target or the new one, never neither.
-    existing = relation_kind(be, target)
-    old = target.with_name(f"{target.name}__sqlanon_old_{uuid.uuid4().hex[:8]}")
-    try:
-        with be.transaction():
-            if existing:
-                if not replace:
-                    raise SqlanonError(f"target: {str(target)!r} appeared meanwhile; pass --replace")
-                be.execute(f"publish/rename_{existing}", kind="alter", source=target, new_name=old.name)
-            be.execute(f"publish/rename_{kind}", kind="alter", source=staging, new_name=target.name)
-            if existing:
-                _drop(be, old, existing)
-    except BaseException:
-        _cleanup(be, staging, kind)
-        raise
-    be.commit()
+        # The swap: readers see the old target or the new one, never neither.
+        existing = identify(be, target, "target")
+        if existing is not None:
+            if not replace:
+                raise SqlanonError(f"target: {str(target)!r} appeared meanwhile; pass --replace")
+            if pre.target is None or not existing.same(pre.target) or existing.oid != pre.target.oid:
+                raise SqlanonError(f"target: {str(target)!r} changed during the run; nothing published")
+            be.execute(f"publish/rename_{existing.kind}", kind="alter", source=target, new_name=old.name)
+        be.execute(f"publish/rename_{kind}", kind="alter", source=staging, new_name=target.name)
+        if existing is not None:
+            _drop(be, old, existing.kind)
+        commit(str(target))
     published["source"] = str(target)
     return published
 
 
-def _cleanup(be: Backend, rel: Relation, kind: str) -> None:
-    try:
-        be.rollback()
-        _drop(be, rel, kind)
-        be.commit()
-    except Exception:  # noqa: BLE001 - best effort; the original error is what matters
-        pass
+_PRIVILEGES = {"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER", "MAINTAIN"}
+
+
+def _privilege(name: str) -> Sql:
+    if name.upper() not in _PRIVILEGES:
+        raise SqlanonError(f"target: cannot carry over the privilege {name!r} of the old target")
+    return Sql(name.upper())
 
 
 def verify(be: Backend, policy: Policy, plan: Plan, rel: Relation, suppressed: int) -> dict[str, Any]:

@@ -193,6 +193,8 @@ def qident(name: str) -> str:
 
 @dataclass
 class TestDB:
+    __test__ = False  # a helper, not a test class
+
     kind: str  # "duckdb" | "postgres"
     url: str
     schema: str

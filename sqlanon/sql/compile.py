@@ -11,7 +11,7 @@ place SQL text is produced for a database.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -165,6 +165,7 @@ _KINDS: dict[str, tuple[type[exp.Expression], ...]] = {
     "drop": (exp.Drop,),
     "insert": (exp.Insert,),
     "alter": (exp.Alter,),
+    "grant": (exp.Grant,),
 }
 
 
@@ -216,14 +217,67 @@ def generate(tree: exp.Expression, dialect: str) -> str:
     return tree.sql(dialect=dialect, copy=False, unsupported_level=sqlglot.ErrorLevel.RAISE)
 
 
-def to_sql(name: str, dialect: str, /, *, kind: str = "select", **context: object) -> str:
+def to_sql(
+    name: str,
+    dialect: str,
+    /,
+    *,
+    kind: str = "select",
+    inline: Mapping[str, exp.Expression] | None = None,
+    **context: object,
+) -> str:
     """Render ``templates/<name>.sql.j2`` (or its dialect sibling) and generate it for ``dialect``.
 
-    This is the only function that produces SQL text bound for a database.
+    ``inline`` maps the names of would-be temporary tables to their SELECTs (read-only mode): each
+    one the statement reads is attached to it as a CTE. This is the only function that produces
+    SQL text bound for a database.
     """
     text = render(name, dialect, **context)
     tree = parse_one_statement(text, kind)
+    if inline:
+        tree = attach_ctes(tree, inline)
     return generate(tree, dialect)
+
+
+def attach_ctes(tree: exp.Expression, inline: Mapping[str, exp.Expression]) -> exp.Expression:
+    """Prepend ``WITH name AS (select)`` for every unqualified table of ``tree`` named in ``inline``.
+
+    Each inlined SELECT is self-contained (its own inlined tables were attached when it was
+    stored), and prepending keeps every reference after its definition, as PostgreSQL requires.
+
+    >>> t = parse_one_statement("WITH a AS (SELECT x FROM t1) SELECT * FROM a", "select")
+    >>> attach_ctes(t, {"t1": parse_one_statement("SELECT 1 AS x", "select")}).sql()
+    'WITH "t1" AS (SELECT 1 AS x), a AS (SELECT x FROM t1) SELECT * FROM a'
+    """
+    names = sorted({t.name for t in tree.find_all(exp.Table) if not t.db and t.name in inline})
+    if not names:
+        return tree
+    query = tree.expression if isinstance(tree, exp.Create) else tree
+    if not isinstance(query, exp.Query):
+        raise SqlanonError(f"cannot attach read-only CTEs to a {tree.key}")
+    if not isinstance(query, exp.Select):
+        query = exp.select("*").from_(query.subquery("sqlanon_q"))
+        if isinstance(tree, exp.Create):
+            tree.set("expression", query)
+        else:
+            tree = query
+    ctes = [
+        exp.CTE(this=inline[n].copy(), alias=exp.TableAlias(this=exp.to_identifier(n, quoted=True)))
+        for n in names
+    ]
+    existing = query.args.get("with_")
+    if existing is not None:
+        existing.set("expressions", ctes + list(existing.expressions))
+    else:
+        query.set("with_", exp.With(expressions=ctes))
+    return tree
+
+
+def inline_select(path: str, inline: Mapping[str, exp.Expression], /, **context: object) -> exp.Expression:
+    """The SELECT of template ``path`` (rendered and parsed, its own inlined tables attached), kept
+    in place of a temporary table on a connection that may not create one."""
+    tree = parse_one_statement(_env().get_template(path).render(**context), "select")
+    return attach_ctes(tree, inline)
 
 
 def template_names() -> list[str]:

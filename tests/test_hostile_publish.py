@@ -1,0 +1,377 @@
+"""Nothing lost, whatever the user writes (issue 15): every spelling of the source as a target,
+relations the source reads, 63-byte names, dependent views, grants, kills and interrupts during
+publishing, read-only connections, secrets in URLs. Each test compares the catalogue and the bytes
+of every table before and after; the README's promises point here:
+
+* never modifies a source: ``test_target_spelling_of_source_is_refused``,
+  ``test_target_read_by_the_source_is_refused``, ``test_population_is_never_a_target``;
+* atomic publish, nothing left behind: ``test_kill_during_publish_leaves_nothing``,
+  ``test_interrupt_before_the_swap_publishes_nothing``, ``test_interrupt_after_the_swap_says_so``;
+* nothing written on error: ``test_replace_refused_when_views_read_the_target``,
+  ``test_long_names_are_refused_not_truncated``, ``test_missing_target_schema_found_before_search``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PATIENT_TYPES, ROOT, TestDB, _make_db, patients_rows, qident
+from tests.helpers import cli, cli_json, write_policy
+
+
+def _policy(source: str = "main.patients", target: str = "main.patients_out", **extra: object) -> dict:
+    pol: dict = {
+        "source": source,
+        "target": target,
+        "columns": {
+            "PatientID": {"role": "identifier"},
+            "Postcode": {"role": "quasi", "hierarchy": {"mask": "right", "levels": 5}},
+            "Age": {"role": "quasi", "hierarchy": {"interval": {"widths": [10, 20]}}},
+            "Disease": {"role": "sensitive"},
+        },
+        "privacy": {"k": 2},
+    }
+    pol.update(extra)
+    return pol
+
+
+def _with_patients(db: TestDB) -> TestDB:
+    cols, rows = patients_rows()
+    db.load("patients", cols, rows, PATIENT_TYPES)
+    return db
+
+
+@pytest.fixture
+def patients(db: TestDB) -> TestDB:
+    return _with_patients(db)
+
+
+@pytest.fixture
+def pg_patients(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
+    """PostgreSQL only: privileges and passwords do not exist on DuckDB."""
+    for db in _make_db("postgres", request, tmp_path):
+        yield _with_patients(db)
+
+
+@pytest.fixture
+def duck_patients(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
+    """DuckDB only: the demo runs on it."""
+    for db in _make_db("duckdb", request, tmp_path):
+        yield _with_patients(db)
+
+
+def snapshot(db: TestDB) -> dict:
+    """Every persistent relation and the sorted rows of each: the bytes a run must not change."""
+    out = {}
+    for schema, name in sorted(db.relations()):
+        rows = db.sql(f"SELECT * FROM {qident(schema)}.{qident(name)}")
+        out[(schema, name)] = sorted(repr(r) for r in rows)
+    return out
+
+
+def _refused(db: TestDB, tmp_path: Path, policy: dict, *args: str, needles: tuple[str, ...] = ()) -> str:
+    before = snapshot(db)
+    path = write_policy(tmp_path, policy)
+    code, out, err = cli("anonymise", str(path), "--db", db.url, *args)
+    assert code == 2, (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert snapshot(db) == before
+    return lines[0]
+
+
+def _spellings(db: TestDB) -> list[str]:
+    if db.kind == "duckdb":
+        # DuckDB: identifiers are case-insensitive; the file's catalogue is named after the file.
+        return ["patients", "main.patients", "test.main.patients", "MAIN.Patients", '"main"."PATIENTS"']
+    return ["main.patients", f"{db._dbname}.main.patients", '"main"."patients"']
+
+
+@pytest.mark.parametrize("as_", ["table", "view"])
+def test_target_spelling_of_source_is_refused(patients: TestDB, tmp_path: Path, as_: str) -> None:
+    for spelling in _spellings(patients):
+        msg = _refused(
+            patients, tmp_path, _policy(target=spelling), "--replace", "--as", as_, needles=("is the source",)
+        )
+        assert "never modifies" in msg
+
+
+def test_target_read_by_the_source_is_refused(patients: TestDB, tmp_path: Path) -> None:
+    patients.sql('CREATE VIEW "main"."v1" AS SELECT * FROM "main"."patients"')
+    patients.sql('CREATE VIEW "main"."v2" AS SELECT * FROM "main"."v1"')
+    _refused(
+        patients,
+        tmp_path,
+        _policy(source="main.v2", target="main.patients"),
+        "--replace",
+        "--as",
+        "table",
+        needles=("read by the source",),
+    )
+
+
+def test_population_is_never_a_target(patients: TestDB, tmp_path: Path) -> None:
+    cols, rows = patients_rows()
+    patients.load("census", cols, rows + rows, PATIENT_TYPES)
+    pol = _policy(target="main.census", population="main.census")
+    _refused(patients, tmp_path, pol, "--replace", needles=("is the population",))
+
+
+def test_replace_refused_when_views_read_the_target(patients: TestDB, tmp_path: Path) -> None:
+    assert cli_json("anonymise", str(write_policy(tmp_path, _policy())), "--db", patients.url)["published"]
+    patients.sql('CREATE VIEW "main"."reader" AS SELECT COUNT(*) AS n FROM "main"."patients_out"')
+    _refused(patients, tmp_path, _policy(), "--replace", needles=("main.reader", "read by the view"))
+
+
+def test_missing_target_schema_found_before_search(patients: TestDB, tmp_path: Path) -> None:
+    _refused(
+        patients, tmp_path, _policy(target="nowhere.out"), needles=("schema 'nowhere'", "does not exist")
+    )
+
+
+def test_existing_target_needs_replace_and_replace_swaps(patients: TestDB, tmp_path: Path) -> None:
+    path = write_policy(tmp_path, _policy())
+    first = cli_json("anonymise", str(path), "--db", patients.url, "--as", "table")
+    assert first["published"]["k"] >= 2
+    _refused(patients, tmp_path, _policy(), needles=("already exists", "--replace"))
+    src = snapshot(patients)[("main", "patients")]
+    again = cli_json("anonymise", str(path), "--db", patients.url, "--replace")
+    assert again["published"]["rows"] == first["published"]["rows"]
+    after = snapshot(patients)
+    assert after[("main", "patients")] == src
+    names = {n for _, n in after}
+    assert names == {"patients", "patients_out"}, names  # no staging or swap relation left
+
+
+def test_long_names_are_refused_not_truncated(patients: TestDB, tmp_path: Path) -> None:
+    """PostgreSQL cuts names at 63 bytes: a 63-byte source with the target ``<source>_anon`` used to
+    make the staging name collide with the source, and the cleanup dropped the source."""
+    long = "p" * 63
+    cols, rows = patients_rows()
+    patients.load(long, cols, rows, PATIENT_TYPES)
+    pol = _policy(source=f"main.{long}", target=f"main.{long}_anon")
+    if patients.kind == "postgres":
+        _refused(patients, tmp_path, pol, "--replace", needles=("63 bytes",))
+    # A 63-byte target that exists is replaced correctly, and nothing else is touched.
+    target = "q" * 63
+    patients.load(target, ["x"], [[1]], ["INTEGER"])
+    before = snapshot(patients)
+    path = write_policy(tmp_path, _policy(source=f"main.{long}", target=f"main.{target}"))
+    r = cli_json("anonymise", str(path), "--db", patients.url, "--replace", "--as", "table")
+    assert r["published"]["rows"] == 9
+    after = snapshot(patients)
+    assert after[("main", long)] == before[("main", long)]
+    assert after[("main", "patients")] == before[("main", "patients")]
+    assert set(after) == set(before)
+
+
+_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    import sqlanon.publish as publish
+    from sqlanon.cli import main
+    real = publish.verify
+    def verify(be, policy, plan, rel, suppressed):
+        out = real(be, policy, plan, rel, suppressed)
+        if sys.argv[1] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)  # a kill -9 between build and swap
+        return out
+    publish.verify = verify
+    main(sys.argv[2:])
+    """
+)
+
+
+def _child(mode: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-c", _CHILD, mode, *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+@pytest.mark.parametrize("as_", ["table", "view"])
+def test_kill_during_publish_leaves_nothing(patients: TestDB, tmp_path: Path, as_: str) -> None:
+    before = snapshot(patients)
+    path = write_policy(tmp_path, _policy())
+    r = _child("kill", "anonymise", str(path), "--db", patients.url, "--as", as_)
+    assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr)
+    assert snapshot(patients) == before  # no staging relation, no target: the transaction is gone
+    code, out, _ = cli("cleanup", "--db", patients.url)
+    assert code == 0 and "no leftover" in out
+
+
+def test_cleanup_finds_and_removes_leftovers_of_older_versions(patients: TestDB) -> None:
+    patients.sql('CREATE TABLE "main"."patients_out__sqlanon_0123abcd" AS SELECT 1 AS x')
+    patients.sql('CREATE TABLE "main"."my__sqlanon_notes" AS SELECT 1 AS x')  # not a staging name
+    code, out, err = cli("cleanup", "--db", patients.url)
+    assert code == 0 and "patients_out__sqlanon_0123abcd" in out and "my__sqlanon_notes" not in out
+    assert ("main", "patients_out__sqlanon_0123abcd") in patients.relations()
+    code, out, _ = cli("cleanup", "--db", patients.url, "--drop")
+    assert code == 0 and "dropped" in out
+    rels = patients.relations()
+    assert ("main", "patients_out__sqlanon_0123abcd") not in rels and ("main", "my__sqlanon_notes") in rels
+
+
+def test_interrupt_before_the_swap_publishes_nothing(
+    patients: TestDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlanon.publish as publish
+
+    real = publish.verify
+
+    def verify(*a: object, **k: object) -> object:
+        out = real(*a, **k)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C lands just before the swap
+        return out
+
+    monkeypatch.setattr(publish, "verify", verify)
+    before = snapshot(patients)
+    code, out, err = cli("anonymise", str(write_policy(tmp_path, _policy())), "--db", patients.url)
+    assert code == 130, (code, err)
+    assert err.strip() == "error: interrupted; nothing was published or changed"
+    assert snapshot(patients) == before
+
+
+def test_interrupt_after_the_swap_says_so(
+    patients: TestDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlanon import interrupt
+
+    real = interrupt.mark_published
+
+    def mark(target: str) -> None:
+        real(target)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after the commit
+
+    monkeypatch.setattr(interrupt, "mark_published", mark)
+    code, out, err = cli("anonymise", str(write_policy(tmp_path, _policy())), "--db", patients.url)
+    assert code == 130, (code, err)
+    assert err.strip() == "error: interrupted after the release was published to main.patients_out"
+    assert len(patients.sql('SELECT * FROM "main"."patients_out"')) == 9
+
+
+def test_replace_keeps_the_grants_of_the_old_target(pg_patients: TestDB, tmp_path: Path) -> None:
+    patients = pg_patients
+    path = write_policy(tmp_path, _policy())
+    cli_json("anonymise", str(path), "--db", patients.url, "--as", "table")
+    role = f"reader_{patients._dbname}"
+    patients.sql(f"CREATE ROLE {role}")
+    patients.sql(f'GRANT SELECT ON "main"."patients_out" TO {role}')
+    patients.sql('GRANT SELECT ON "main"."patients_out" TO PUBLIC')
+    cli_json("anonymise", str(path), "--db", patients.url, "--replace")
+    ok = patients.sql(f"SELECT has_table_privilege('{role}', 'main.patients_out', 'SELECT')")[0][0]
+    acl = patients.sql("SELECT relacl::text FROM pg_class WHERE relname = 'patients_out'")[0][0]
+    patients.sql(f'REVOKE ALL ON "main"."patients_out" FROM {role}')
+    patients.sql(f"DROP ROLE {role}")
+    assert ok and "=r/" in acl  # the role's SELECT and PUBLIC's
+
+
+def test_assess_works_on_a_read_only_connection(patients: TestDB, tmp_path: Path) -> None:
+    """Measuring needs no write right: without TEMP privilege, or in a read-only transaction,
+    the temporary tables become CTEs and the figures are the same."""
+    pol = _policy(privacy={"k": 2, "l": {"Disease": 2}, "t": {"Disease": 0.5}})
+    path = write_policy(tmp_path, pol)
+    normal = cli_json("assess", str(path), "--db", patients.url)
+    if patients.kind == "postgres":
+        role = f"ro_{patients._dbname}"
+        patients.sql(f"CREATE ROLE {role} LOGIN")
+        patients.sql(f"GRANT USAGE ON SCHEMA main TO {role}")
+        patients.sql(f'GRANT SELECT ON "main"."patients" TO {role}')
+        patients.sql(f"REVOKE TEMPORARY ON DATABASE {patients._dbname} FROM PUBLIC")
+        assert patients._pg is not None
+        urls = [
+            patients.url.replace(f"{patients._pg.user}@", f"{role}@"),
+            patients.url + "&options=-c%20default_transaction_read_only%3Don",
+        ]
+    else:
+        urls = [patients.url + "?access_mode=read_only"]
+    before = snapshot(patients)
+    for url in urls:
+        ro = cli_json("assess", str(path), "--db", url)
+        assert ro == normal
+        ev = cli_json("evaluate", str(path), "--db", url, "--levels", "Postcode=2,Age=1")
+        assert ev["satisfies"] in (True, False)
+    assert snapshot(patients) == before
+
+
+def test_no_password_in_any_message(tmp_path: Path) -> None:
+    path = write_policy(tmp_path, _policy())
+    for url in (
+        "postgresql+psycopg://ann:s3cr3tpw@127.0.0.1:1/x",
+        "postgresql+psycopg://ann@127.0.0.1:1/x?password=s3cr3tpw",
+        "postgresql+nosuchdriver://ann:s3cr3tpw@h/x",
+    ):
+        code, out, err = cli("assess", str(path), "--db", url)
+        assert code == 2 and "s3cr3tpw" not in out + err and err.startswith("error: --db"), err
+
+
+def test_missing_duckdb_file_is_not_created(tmp_path: Path) -> None:
+    path = write_policy(tmp_path, _policy())
+    missing = tmp_path / "typo.duckdb"
+    for db in (str(missing), f"duckdb:///{missing}"):
+        code, out, err = cli("assess", str(path), "--db", db)
+        assert code == 2 and "does not exist" in err, err
+        assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("anonymise", "{policy}", "--as", "foo"),
+        ("anonymise", "{dir}"),
+        ("assess", "{policy}", "--no-such-option"),
+        ("evaluate", "{policy}"),
+    ],
+)
+def test_usage_errors_are_one_line(tmp_path: Path, args: tuple[str, ...]) -> None:
+    path = write_policy(tmp_path, _policy())
+    argv = [a.format(policy=path, dir=tmp_path) for a in args]
+    code, out, err = cli(*argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+
+
+def test_dry_run_sql_is_byte_exact(patients: TestDB, tmp_path: Path) -> None:
+    """Long labels with spaces used to be wrapped at the terminal width inside string literals."""
+    pol = _policy()
+    label = "a very long label with spaces " * 4
+    pol["columns"]["Disease"] = {"role": "insensitive"}
+    pol["columns"]["Age"] = {
+        "role": "quasi",
+        "hierarchy": {"interval": {"cuts": [30]}, "labels": [[label, "x"]]},
+    }
+    path = write_policy(tmp_path, pol)
+    compiled = cli("compile", str(path), "--dialect", patients.kind, "--db", patients.url)[1]
+    code, out, err = cli("anonymise", str(path), "--db", patients.url, "--dry-run")
+    assert code == 0, err
+    sql_lines = [line for line in out.splitlines() if line.startswith("CREATE ")]
+    assert sql_lines and sql_lines[0] in compiled.splitlines()
+    assert label.strip() in sql_lines[0]
+
+
+def test_demo_never_replaces_a_users_relation(duck_patients: TestDB) -> None:
+    patients = duck_patients
+    before = snapshot(patients)
+    code, out, err = cli("demo", "--db", patients.url)
+    assert code == 2 and "already exists" in err, err
+    assert snapshot(patients) == before
+
+
+def test_json_never_shows_the_password(pg_patients: TestDB, tmp_path: Path) -> None:
+    patients = pg_patients
+    url = patients.url.replace("@", ":anything@", 1)  # trust auth ignores it
+    path = write_policy(tmp_path, _policy(target=None))
+    code, out, err = cli("assess", str(path), "--db", url, "--json")
+    assert "anything" not in out + err
+    json.loads(out)
