@@ -175,11 +175,14 @@ def assess(
     relation: Relation | None = None,
     qi_exprs: list[Sql] | None = None,
     reference: FrequencyTables | None = None,
+    population_exprs: list[Sql] | None = None,
 ) -> dict[str, Any]:
     """Measure ``relation`` (default: the policy's source) and return the documented JSON object.
 
     ``reference``: the source's frequency tables, when a published relation is re-verified; the
     table-wide distribution p(w) of t-closeness is then the source's, as in the search.
+    ``population_exprs``: the QI expressions over the population's columns (a published release's
+    node applied to the population), default the ``qi_exprs`` themselves.
     """
     rel = relation or policy.source
     check_columns(be, policy, rel)
@@ -188,11 +191,16 @@ def assess(
     qi_exprs = qi_exprs or [ident(n) for n in qi_names]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
     ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names, sort_keys)
-    return assess_tables(be, policy, ft, rel, reference)
+    return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)
 
 
 def assess_tables(
-    be: Backend, policy: Policy, ft: FrequencyTables, rel: Relation, reference: FrequencyTables | None = None
+    be: Backend,
+    policy: Policy,
+    ft: FrequencyTables,
+    rel: Relation,
+    reference: FrequencyTables | None = None,
+    population_exprs: list[Sql] | None = None,
 ) -> dict[str, Any]:
     k_policy = policy.k_or_1()
     summary = be.query("assess/summary", classes=ft.classes, k=k_policy)[0]
@@ -318,7 +326,7 @@ def assess_tables(
         "journalist": None,
     }
     if policy.population is not None:
-        risk.update(_population_risk(be, policy, ft))
+        risk.update(_population_risk(be, policy, ft, population_exprs))
     for kind, bound in policy.privacy.risk.items():
         if kind == "prosecutor":
             continue  # class-local: checked with suppression above
@@ -355,7 +363,9 @@ def assess_tables(
     }
 
 
-def _population_risk(be: Backend, policy: Policy, ft: FrequencyTables) -> dict[str, float]:
+def _population_risk(
+    be: Backend, policy: Policy, ft: FrequencyTables, exprs: list[Sql] | None = None
+) -> dict[str, float]:
     pop = policy.population
     assert pop is not None
     pcols = {c.name for c in be.require_columns(pop, "population")}
@@ -370,7 +380,7 @@ def _population_risk(be: Backend, policy: Policy, ft: FrequencyTables) -> dict[s
         population=pop,
         classes=ft.classes,
         q_aliases=ft.q_aliases,
-        q_exprs=[ident(n) for n in ft.qi_names],
+        q_exprs=exprs or [ident(n) for n in ft.qi_names],
         join_on=_sql(join_on),
     )[0]
     min_big_n, sum_ratio, n_rows, missing = row
