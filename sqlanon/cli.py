@@ -197,6 +197,12 @@ def anonymise(
             publish_as=publish_as,
             progress=update,
         )
+    if result.get("leftovers"):
+        click.echo(
+            f"note: {len(result['leftovers'])} staging relation(s) left by interrupted runs of older "
+            "versions; `sqlanon cleanup --db URL` lists them",
+            err=True,
+        )
     if as_json:
         _emit_json(result)
     else:

@@ -22,6 +22,7 @@ from sqlanon.catalog import (
     dependent_views,
     grants,
     identify,
+    leftovers,
     reads_relation,
     schema_exists,
 )
@@ -294,6 +295,7 @@ def anonymise(
         out["published"] = None
         return out
     assert target is not None
+    out["leftovers"] = [str(r) for r in leftovers(be)]
     out["published"] = _publish(be, policy, plan, node, target, kind, replace, src_cols, res.bad_records, pre)
     return out
 
