@@ -1,3 +1,43 @@
-"""sqlanon: a SQL-pushdown anonymiser. Measure, search and publish anonymised releases in the database."""
+"""sqlanon: a SQL-pushdown anonymiser. The public Python API is re-exported here (see
+:mod:`sqlanon.api` and the README's *Python API*)."""
+
+from sqlanon.api import (
+    AnonymiseResult,
+    AssessResult,
+    Connection,
+    EvaluateResult,
+    ProfileResult,
+    SearchResult,
+    anonymise,
+    assess,
+    compile,
+    connect,
+    evaluate,
+    load_demo_data,
+    load_policy,
+    profile,
+    search,
+)
+from sqlanon.errors import PolicyError, SqlanonError
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "AnonymiseResult",
+    "AssessResult",
+    "Connection",
+    "EvaluateResult",
+    "PolicyError",
+    "ProfileResult",
+    "SearchResult",
+    "SqlanonError",
+    "anonymise",
+    "assess",
+    "compile",
+    "connect",
+    "evaluate",
+    "load_demo_data",
+    "load_policy",
+    "profile",
+    "search",
+]

@@ -208,6 +208,12 @@ class Backend:
         if self._conn is not None and self._conn.in_transaction():
             self._conn.commit()
 
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         try:
             self.drop_temps()

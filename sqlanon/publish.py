@@ -34,7 +34,18 @@ from sqlanon.relation import Relation
 from sqlanon.search import Node, Plan, Progress, build_hierarchies, node_map, prepare, run_search
 from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
 
-CID = "__sqlanon_cid"
+def internal_prefix(columns: list[str]) -> str:
+    """A prefix for sqlanon's own column aliases that no column of the source starts with
+    (compared case-insensitively, as DuckDB does), so an internal name can never collide.
+
+    >>> internal_prefix(["Age", "__sqlanon_cid"])
+    '___sqlanon_'
+    """
+    prefix = "__sqlanon_"
+    lowered = [c.lower() for c in columns]
+    while any(c.startswith(prefix) for c in lowered):
+        prefix = "_" + prefix
+    return prefix
 
 
 def release_context(
@@ -62,8 +73,7 @@ def release_context(
         else:
             expr = col
         out_cols.append({"alias": col, "expr": expr})
-    if any(c["alias"] == ident(CID) for c in out_cols):
-        raise SqlanonError(f"columns.{CID}: this column name is reserved by sqlanon")
+    internal = internal_prefix(list(order) + [c.name for c in policy.columns])
     sens = [c.name for c in policy.sensitive]
     used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
     ordered = {r.attribute for r in policy.privacy.t if r.measure == "emd-ordered"}
@@ -75,7 +85,7 @@ def release_context(
         attrs.append(
             {
                 "p": Sql(f"a{i}"),
-                "sid_alias": ident(f"__sqlanon_sid_{i}"),
+                "sid_alias": ident(f"{internal}sid_{i}"),
                 "sort_key": _sort_key(policy, s, ident(s)),
                 "l_rank": _l_rank(policy, s),
                 "ordered": s in ordered,
@@ -87,7 +97,7 @@ def release_context(
         "source": policy.source,
         "out_cols": out_cols,
         "class_exprs": class_exprs,
-        "cid_alias": ident(CID),
+        "cid_alias": ident(f"{internal}cid"),
         "attrs": attrs,
         "any_check": Sql(any_check.sql(CANONICAL)),
     }

@@ -1,0 +1,306 @@
+"""The public Python API: what the CLI (and dbt, Airflow tasks, notebooks) call.
+
+Every function takes a policy as a file path, a mapping (the YAML's shape) or a loaded
+:class:`~sqlanon.policy.Policy`, and a database as a URL, a DuckDB file path, ``None`` (an
+in-memory DuckDB) or an open :class:`Connection` (so several calls share one session and its
+temporary tables). Each returns a typed result whose ``to_dict()`` is exactly the JSON the
+matching ``sqlanon ... --json`` command prints. Errors raise :class:`~sqlanon.errors.SqlanonError`
+with the one-line message the CLI prints.
+
+The README's *Python API* section has the example that runs as a test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlanon.engine import Backend
+from sqlanon.engine import connect as _connect
+from sqlanon.errors import SqlanonError
+from sqlanon.policy import Policy, parse_policy
+from sqlanon.policy import load_policy as _load_policy
+
+#: An open database session (one connection; its temporary tables live as long as it does).
+Connection = Backend
+#: A policy as a path, a mapping in the YAML's shape, or an already loaded Policy.
+PolicyLike = str | Path | Mapping[str, Any] | Policy
+#: A database as a URL, a DuckDB file path, None (in-memory DuckDB) or an open Connection.
+DatabaseLike = str | Path | Backend | None
+#: The search's progress callback: (nodes checked, pruned, remaining).
+ProgressFn = Callable[[int, int, int], None]
+
+
+def load_policy(policy: PolicyLike, base_dir: str | Path | None = None) -> Policy:
+    """Load and validate a policy (file, mapping or Policy); relative hierarchy files are read
+    from ``base_dir`` (default: the policy file's folder, or the current folder for a mapping)."""
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, Mapping):
+        return parse_policy(dict(policy), base_dir=Path(base_dir) if base_dir else Path("."))
+    if isinstance(policy, str | Path):
+        return _load_policy(policy)
+    raise SqlanonError(f"policy: expected a path, a mapping or a Policy, got {type(policy).__name__}")
+
+
+def connect(url: str | Path | None = None, *, create: bool = False) -> Connection:
+    """Open a session on ``url`` (see the README's ``--db``); use it as a context manager."""
+    return _connect(str(url) if url is not None else None, create=create)
+
+
+@contextlib.contextmanager
+def _session(db: DatabaseLike, *, create: bool = False) -> Iterator[Backend]:
+    if isinstance(db, Backend):
+        yield db  # the caller's session: theirs to close
+        return
+    be = connect(db, create=create)
+    try:
+        yield be
+    finally:
+        be.close()
+
+
+# -- results -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Result:
+    data: dict[str, Any] = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The documented JSON object (a deep copy)."""
+        return copy.deepcopy(self.data)
+
+
+@dataclass(frozen=True)
+class AssessResult(_Result):
+    """``sqlanon assess --json``: see the README's *assess --json* table."""
+
+    source: str = ""
+    rows: int = 0
+    classes: int = 0
+    k: int = 0
+    satisfied: dict[str, bool] = field(default_factory=dict)
+    risk: dict[str, float | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> AssessResult:
+        return cls(d, d["source"], d["rows"], d["classes"], d["k"], d["satisfied"], d["risk"])
+
+    @property
+    def ok(self) -> bool:
+        """Whether every requirement of the policy holds (the CLI's exit status 0)."""
+        return bool(self.satisfied.get("all", True))
+
+
+@dataclass(frozen=True)
+class SearchResult(_Result):
+    """The search and the choice of the optimum, without publishing."""
+
+    node: dict[str, int] = field(default_factory=dict)
+    minimal_nodes: list[dict[str, int]] = field(default_factory=list)
+    nodes_total: int = 0
+    nodes_checked: int = 0
+    algorithm: str = ""
+    optimum: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> SearchResult:
+        return cls(
+            d,
+            d["node"],
+            d["minimal_nodes"],
+            d["nodes_total"],
+            d["nodes_checked"],
+            d["algorithm"],
+            d["optimum"],
+        )
+
+
+@dataclass(frozen=True)
+class AnonymiseResult(SearchResult):
+    """``sqlanon anonymise --json``: the search, and the published relation measured again."""
+
+    target: str | None = None
+    sql: str | None = None
+    published: AssessResult | None = None
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> AnonymiseResult:
+        pub = AssessResult.of(d["published"]) if d.get("published") else None
+        return cls(
+            d,
+            d["node"],
+            d["minimal_nodes"],
+            d["nodes_total"],
+            d["nodes_checked"],
+            d["algorithm"],
+            d["optimum"],
+            d.get("target"),
+            d.get("sql"),
+            pub,
+        )
+
+
+@dataclass(frozen=True)
+class EvaluateResult(_Result):
+    """``sqlanon evaluate --json``: every metric of one node."""
+
+    node: dict[str, int] = field(default_factory=dict)
+    satisfies: bool = False
+    metrics: dict[str, float | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> EvaluateResult:
+        return cls(d, d["node"], d["satisfies"], d["metrics"])
+
+
+@dataclass(frozen=True)
+class ProfileResult(_Result):
+    """``sqlanon profile --json``: the optimal node and its metrics for each k."""
+
+    metric: str = ""
+    profile: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, d: dict[str, Any]) -> ProfileResult:
+        return cls(d, d["metric"], d["profile"])
+
+
+# -- operations ----------------------------------------------------------------------------------
+
+
+def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
+    """Measure the policy's source as it is (k, l, t, information, risks); writes nothing."""
+    from sqlanon.assess import assess as _assess
+
+    pol = load_policy(policy)
+    with _session(db) as be:
+        return AssessResult.of(_assess(be, pol))
+
+
+def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...] | None:
+    from sqlanon.search import build_hierarchies, parse_levels
+
+    if levels is None:
+        return None
+    text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+    hs = build_hierarchies(None, pol)
+    return parse_levels(text, [h.column for h in hs], [h.height for h in hs])
+
+
+def search(
+    policy: PolicyLike,
+    db: DatabaseLike = None,
+    *,
+    algorithm: str | None = None,
+    metric: str | None = None,
+    progress: ProgressFn | None = None,
+) -> SearchResult:
+    """Search the lattice and choose the optimum; creates nothing (``anonymise --dry-run``)."""
+    r = anonymise(policy, db, dry_run=True, algorithm=algorithm, metric=metric, progress=progress)
+    return SearchResult.of(r.to_dict())
+
+
+def anonymise(
+    policy: PolicyLike,
+    db: DatabaseLike = None,
+    *,
+    replace: bool = False,
+    dry_run: bool = False,
+    levels: str | Mapping[str, int] | None = None,
+    metric: str | None = None,
+    algorithm: str | None = None,
+    publish_as: str | None = None,
+    progress: ProgressFn | None = None,
+) -> AnonymiseResult:
+    """Search (unless ``levels``), then publish the release atomically (unless ``dry_run``)."""
+    from sqlanon.publish import anonymise as _anonymise
+
+    pol = load_policy(policy)
+    node = _node(pol, levels)
+    with _session(db) as be:
+        out = _anonymise(
+            be,
+            pol,
+            replace=replace,
+            dry_run=dry_run,
+            levels=node,
+            metric=metric,
+            algorithm=algorithm,
+            publish_as=publish_as,
+            progress=progress,
+        )
+    return AnonymiseResult.of(out)
+
+
+def evaluate(policy: PolicyLike, levels: str | Mapping[str, int], db: DatabaseLike = None) -> EvaluateResult:
+    """Every utility and information-loss metric of one node's release; writes nothing."""
+    from sqlanon.metrics import evaluate_node
+
+    pol = load_policy(policy)
+    text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+    with _session(db) as be:
+        return EvaluateResult.of(evaluate_node(be, pol, text))
+
+
+def profile(
+    policy: PolicyLike,
+    ks: Sequence[int] = (2, 3, 5, 10, 20),
+    db: DatabaseLike = None,
+    *,
+    metric: str | None = None,
+    algorithm: str | None = None,
+    progress: ProgressFn | None = None,
+) -> ProfileResult:
+    """The privacy/utility trade-off: the optimal node and all its metrics for each k."""
+    from sqlanon.metrics import parse_ks
+    from sqlanon.metrics import profile as _profile
+
+    pol = load_policy(policy)
+    k_values = parse_ks(",".join(str(k) for k in ks))
+    with _session(db) as be:
+        return ProfileResult.of(
+            _profile(be, pol, k_values, metric=metric, algorithm=algorithm, progress=progress)
+        )
+
+
+def compile(  # noqa: A001 - the command's name
+    policy: PolicyLike,
+    dialect: str,
+    *,
+    levels: str | Mapping[str, int] | None = None,
+    db: DatabaseLike = None,
+    publish_as: str | None = None,
+) -> str:
+    """The CREATE VIEW (or TABLE) statement of the release for ``dialect`` (no trailing ';').
+
+    With ``levels`` and no ``db`` no database is needed; otherwise ``db`` is searched first.
+    """
+    import sqlglot
+
+    from sqlanon.publish import compile_release
+
+    try:
+        sqlglot.Dialect.get_or_raise(dialect)
+    except ValueError:
+        raise SqlanonError(f"--dialect: unknown dialect {dialect!r}") from None
+    pol = load_policy(policy)
+    text = None
+    if levels is not None:
+        text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+    if text is not None and db is None:
+        return compile_release(pol, dialect, text, None, publish_as)
+    with _session(db) as be:
+        return compile_release(pol, dialect, text, be, publish_as)
+
+
+def load_demo_data(db: Connection) -> None:
+    """Create the seed-001 patient table ``main.patients`` (9 rows) in ``db``; never replaces one."""
+    from sqlanon.demo import load_patients
+
+    load_patients(db)
