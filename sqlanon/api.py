@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlanon.engine import Backend
-from sqlanon.engine import connect as _connect
+from sqlanon.engines import Backend
+from sqlanon.engines import connect as _connect
 from sqlanon.errors import SqlanonError
 from sqlanon.policy import Policy, parse_policy
 from sqlanon.policy import load_policy as _load_policy

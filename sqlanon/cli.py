@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from sqlanon import interrupt
-from sqlanon.engine import redact
+from sqlanon.engines import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.policy import ALGORITHMS
 
@@ -95,7 +95,7 @@ def main() -> None:
 def assess(policy: str, db: str | None, as_json: bool) -> None:
     """Measure the policy's source relation as it is (k, l, t, risks); writes nothing."""
     from sqlanon.assess import assess as run_assess
-    from sqlanon.engine import session
+    from sqlanon.engines import session
     from sqlanon.policy import load_policy
 
     pol = load_policy(policy)
@@ -173,7 +173,7 @@ def anonymise(
     publish_as: str | None,
 ) -> None:
     """Search the generalisation lattice and publish the best release (view or table)."""
-    from sqlanon.engine import session
+    from sqlanon.engines import session
     from sqlanon.policy import load_policy
     from sqlanon.publish import anonymise as run_anonymise
     from sqlanon.search import build_hierarchies, parse_levels
@@ -232,7 +232,7 @@ def compile_cmd(
     """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run."""
     import sqlglot
 
-    from sqlanon.engine import session
+    from sqlanon.engines import session
     from sqlanon.policy import load_policy
     from sqlanon.publish import compile_release
 
@@ -267,7 +267,7 @@ def demo(db: str | None, as_json: bool) -> None:
 @_errors
 def evaluate(policy: str, levels: str, db: str | None, as_json: bool) -> None:
     """Every utility and information-loss metric of one node's release; writes nothing."""
-    from sqlanon.engine import session
+    from sqlanon.engines import session
     from sqlanon.metrics import evaluate_node, print_evaluate
     from sqlanon.policy import load_policy
 
@@ -301,7 +301,7 @@ def profile(
     policy: str, ks: str, metric: str | None, algorithm: str | None, db: str | None, as_json: bool
 ) -> None:
     """The privacy/utility trade-off: for each k, the optimal node and all its metrics; writes nothing."""
-    from sqlanon.engine import session
+    from sqlanon.engines import session
     from sqlanon.metrics import parse_ks, print_profile
     from sqlanon.metrics import profile as run_profile
     from sqlanon.policy import load_policy
@@ -324,8 +324,8 @@ def profile(
 @_errors
 def cleanup(db: str, drop: bool) -> None:
     """List (and with --drop remove) staging relations left by interrupted runs of older versions."""
-    from sqlanon.catalog import leftovers
-    from sqlanon.engine import session
+    from sqlanon.engines import session
+    from sqlanon.engines.catalog import leftovers
 
     with session(db) as be:
         found = leftovers(be)

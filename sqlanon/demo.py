@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from sqlanon.engine import Backend, session
+from sqlanon.engines import Backend, session
 from sqlanon.errors import SqlanonError
 from sqlanon.policy import load_policy
 
@@ -24,7 +24,7 @@ def load_patients(be: Backend, schema: str = "main", table: str = "patients") ->
     The demo only ever creates: a relation of that name already in the database is the user's,
     so it is refused rather than replaced (sqlanon never drops what it did not create).
     """
-    from sqlanon.catalog import identify
+    from sqlanon.engines.catalog import identify
     from sqlanon.relation import Relation
 
     rows = list(csv.DictReader((FIXTURES / "patients.csv").open(encoding="utf-8")))

@@ -16,7 +16,8 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.assess import _l_rank, _sort_key, assess, requirement_checks
-from sqlanon.catalog import (
+from sqlanon.engines import Backend
+from sqlanon.engines.catalog import (
     RelId,
     check_length,
     dependent_views,
@@ -26,13 +27,13 @@ from sqlanon.catalog import (
     reads_relation,
     schema_exists,
 )
-from sqlanon.engine import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.hierarchy import Hierarchy
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.relation import Relation
 from sqlanon.search import Node, Plan, Progress, build_hierarchies, node_map, prepare, run_search
 from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
+
 
 def internal_prefix(columns: list[str]) -> str:
     """A prefix for sqlanon's own column aliases that no column of the source starts with

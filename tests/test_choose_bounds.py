@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 from sqlanon import metrics
-from sqlanon.engine import session
+from sqlanon.engines import session
 from sqlanon.metrics import (
     BOUNDED_METRICS,
     METRIC_INFO,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-import sqlanon.engine as engine_mod
+import sqlanon.engines.base as engine_mod
 import sqlanon.publish as publish_mod
 from sqlanon.sql import compile as compile_mod
 from sqlanon.sql.compile import template_names
@@ -44,7 +44,7 @@ def recorded(tmp_path_factory):  # noqa: ANN001, ANN201
     import duckdb
 
     from sqlanon.assess import assess
-    from sqlanon.engine import session
+    from sqlanon.engines import session
     from sqlanon.policy import load_policy
     from sqlanon.publish import anonymise
     from sqlanon.search import prepare

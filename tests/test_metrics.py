@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from sqlanon.engine import session
+from sqlanon.engines import session
 from sqlanon.metrics import METRIC_INFO, METRICS, candidates_for, compute, monotone, score, value
 from sqlanon.policy import parse_policy
 from sqlanon.search import Evaluator, prepare, run_search, successors

@@ -13,7 +13,7 @@ from functools import cache
 
 import pytest
 
-from sqlanon.engine import session
+from sqlanon.engines import session
 from sqlanon.metrics import compute, monotone
 from sqlanon.policy import parse_policy
 from sqlanon.publish import choose

@@ -8,7 +8,7 @@ import math
 import pytest
 import yaml
 
-from sqlanon.engine import session
+from sqlanon.engines import session
 from sqlanon.metrics import METRIC_INFO, compute
 from sqlanon.policy import load_policy
 from sqlanon.search import prepare, run_search

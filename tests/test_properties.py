@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlanon.assess import assess
-from sqlanon.engine import session
+from sqlanon.engines import session
 from sqlanon.policy import parse_policy
 from sqlanon.search import Evaluator, prepare, run_search
 from tests import reference as ref

@@ -19,7 +19,7 @@ from functools import cache
 
 import pytest
 
-from sqlanon.engine import session
+from sqlanon.engines import session
 from sqlanon.policy import parse_policy
 from sqlanon.search import node_map, predecessors, prepare, run_search
 from tests import reference as ref

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from sqlanon.sql.compile import CANONICAL, Sql
+from sqlanon.sql.base import CANONICAL, Sql
 
 
 def _e(x: object) -> exp.Expression:

@@ -21,8 +21,12 @@ from markupsafe import Markup
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
+from sqlanon.relation import Relation
+from sqlanon.sql import builders
+from sqlanon.sql.base import CANONICAL, Sql, ident, lit
 
-CANONICAL = "duckdb"
+__all__ = ["CANONICAL", "Sql", "ident", "lit", "to_sql", "render", "find_template"]
+
 
 #: Dialect parent chain for template lookup: a dialect without its own sibling falls back to its
 #: parent, and finally to the generic template.
@@ -36,12 +40,6 @@ DIALECT_PARENTS: dict[str, str] = {
 }
 
 
-class Sql(str):
-    """SQL text that was produced by sqlglot (safe to splice into a template)."""
-
-    __slots__ = ()
-
-
 def _templates_dir() -> Path:
     here = Path(__file__).resolve().parent.parent
     shipped = here / "templates"
@@ -51,27 +49,6 @@ def _templates_dir() -> Path:
 
 
 TEMPLATES_DIR = _templates_dir()
-
-
-def ident(name: str) -> Sql:
-    """Quote one identifier for the canonical dialect.
-
-    >>> ident('we"ird; name')
-    '"we""ird; name"'
-    """
-    return Sql(exp.to_identifier(str(name), quoted=True).sql(CANONICAL))
-
-
-def lit(value: object) -> Sql:
-    """Render a Python value as a SQL literal.
-
-    >>> lit("O'Brien"), lit(3), lit(None)
-    ("'O''Brien'", '3', 'NULL')
-    """
-    if isinstance(value, float):
-        # repr keeps every digit; exp.convert would do the same but spell out e-notation oddly.
-        return Sql(exp.Literal.number(repr(value)).sql(CANONICAL))
-    return Sql(exp.convert(value).sql(CANONICAL))
 
 
 def _finalize(value: object) -> object:
@@ -92,8 +69,6 @@ def _filter_ident(value: object) -> Sql:
 
 
 def _filter_rel(value: object) -> Sql:
-    from sqlanon.relation import Relation
-
     if isinstance(value, Relation):
         return Sql(value.table().sql(CANONICAL))
     raise SqlanonError(f"rel filter expects a Relation, got {value!r}")
@@ -113,8 +88,6 @@ def _filter_sqljoin(values: Iterable[Sql], sep: str = ", ") -> Sql:
 
 @cache
 def _env() -> jinja2.Environment:
-    from sqlanon.sql import builders
-
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=jinja2.StrictUndefined,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from sqlanon.engine import Backend
+from sqlanon.engines.base import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 
