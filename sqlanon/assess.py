@@ -79,11 +79,22 @@ def build_frequency_tables(
         sid_aliases=sid_aliases,
         sort_keys=sort_keys or s_aliases,
         with_cid=with_classes,
+        group_exprs=[e for e in qi_exprs + s_exprs if not _constant(e)],
     )
     if not with_classes:
         return FrequencyTables(freq, freq, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
     classes = be.create_temp("cls", "freq/classes", freq=freq, q_aliases=q_aliases)
     return FrequencyTables(freq, classes, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
+
+
+def _constant(e: Sql) -> bool:
+    """Whether ``e`` reads no column (a QI at its top level is the constant '*'): PostgreSQL
+    refuses a constant in GROUP BY ("non-integer constant"), and grouping by one changes nothing.
+
+    >>> _constant(Sql("'*'")), _constant(Sql('"age"'))
+    (True, False)
+    """
+    return exp.maybe_parse(e, dialect=CANONICAL).find(exp.Column) is None
 
 
 def check_columns(be: Backend, policy: Policy, rel: Relation | None = None) -> dict[str, Column]:
@@ -381,6 +392,7 @@ def _population_risk(
         classes=ft.classes,
         q_aliases=ft.q_aliases,
         q_exprs=exprs or [ident(n) for n in ft.qi_names],
+        group_exprs=[e for e in exprs or [ident(n) for n in ft.qi_names] if not _constant(e)],
         join_on=_sql(join_on),
     )[0]
     min_big_n, sum_ratio, n_rows, missing = row

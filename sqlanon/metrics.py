@@ -252,6 +252,7 @@ def tables(plan: Any) -> MetricTables:
                 s_aliases=s_aliases,
                 sid_aliases=sid_aliases,
                 sort_keys=[_sort_key(policy, n, s_aliases[i]) for i, n in enumerate(names)],
+                group_exprs=[ident(n) for n in [*qi_names, *names]],
             )
             base = FrequencyTables(freq, freq, q_aliases, s_aliases, sid_aliases, qi_names, names)
             label_expr = base.s_aliases[len(s_names)]

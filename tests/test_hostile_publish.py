@@ -417,3 +417,27 @@ def test_journalist_bound_is_published_and_holds(patients: TestDB, tmp_path: Pat
     # The node without the population bound is less general: the bound changed the choice.
     plain = cli_json("anonymise", str(write_policy(tmp_path, _policy())), "--db", patients.url, "--dry-run")
     assert sum(plain["node"].values()) < sum(node.values())
+
+
+def test_evaluate_at_the_top_level_on_every_engine(patients: TestDB, tmp_path: Path) -> None:
+    """PostgreSQL refused the base table's GROUP BY of the constant '*' (a QI at its top level)."""
+    path = write_policy(tmp_path, _policy())
+    r = cli_json("evaluate", str(path), "--db", patients.url, "--levels", "Postcode=5,Age=1")
+    # By hand: Postcode fully suppressed; ages 22 27 29 | 30 32 36 | 43 47 | 52 in bands of 10:
+    # classes of 3, 3, 2, 1; the one of 1 violates k = 2 and is suppressed.
+    assert r["classes"] == 3 and r["suppressed_records"] == 1 and not r["satisfies"]
+    assert r["assess"]["k"] == 1 and r["assess"]["classes"] == 4
+    r = cli_json("evaluate", str(path), "--db", patients.url, "--levels", "Postcode=5,Age=3")
+    assert r["classes"] == 1 and r["assess"]["k"] == 9
+
+
+def test_evaluate_with_a_population_at_a_generalised_node(patients: TestDB, tmp_path: Path) -> None:
+    """The population was compared ungeneralised ('*' against integers) and failed to convert."""
+    cols, rows = patients_rows()
+    patients.load("census", cols, rows + rows, PATIENT_TYPES)
+    pol = _policy(population="main.census")
+    r = cli_json(
+        "evaluate", str(write_policy(tmp_path, pol)), "--db", patients.url, "--levels", "Postcode=5,Age=1"
+    )
+    # Age bands of 3, 3, 2, 1 patients, twice as many in the doubled census: journalist = 1/2.
+    assert abs(r["assess"]["risk"]["journalist"] - 1 / 2) < 1e-12
