@@ -1,9 +1,6 @@
 """sqlanon: a SQL-pushdown anonymiser. The public Python API is re-exported here (see
 :mod:`sqlanon.api` and the README's *Python API*)."""
 
-# Submodules named like API functions are loaded first, so that the functions, bound below, win.
-import sqlanon.assess
-import sqlanon.search  # noqa: F401
 from sqlanon.api import (
     AnonymiseResult,
     AssessResult,

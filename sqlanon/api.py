@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import csv
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,22 @@ from typing import Any
 
 from sqlanon.engines import Backend
 from sqlanon.engines import connect as _connect
+from sqlanon.engines.catalog import identify
 from sqlanon.errors import SqlanonError
+from sqlanon.lattice import build_hierarchies, parse_levels
+from sqlanon.measure.assessment import assess as _assess
+from sqlanon.metrics import evaluate_node, parse_ks
+from sqlanon.metrics import profile as _profile
 from sqlanon.policy import Policy, parse_policy
 from sqlanon.policy import load_policy as _load_policy
+from sqlanon.publish import anonymise as _anonymise
+from sqlanon.publish import compile_release
+from sqlanon.relation import Relation
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+if not FIXTURES.is_dir():  # installed wheel
+    FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
 
 #: An open database session (one connection; its temporary tables live as long as it does).
 Connection = Backend
@@ -176,16 +190,12 @@ class ProfileResult(_Result):
 
 def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
     """Measure the policy's source as it is (k, l, t, information, risks); writes nothing."""
-    from sqlanon.assess import assess as _assess
-
     pol = load_policy(policy)
     with _session(db) as be:
         return AssessResult.of(_assess(be, pol))
 
 
 def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...] | None:
-    from sqlanon.search import build_hierarchies, parse_levels
-
     if levels is None:
         return None
     text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
@@ -219,8 +229,6 @@ def anonymise(
     progress: ProgressFn | None = None,
 ) -> AnonymiseResult:
     """Search (unless ``levels``), then publish the release atomically (unless ``dry_run``)."""
-    from sqlanon.publish import anonymise as _anonymise
-
     pol = load_policy(policy)
     node = _node(pol, levels)
     with _session(db) as be:
@@ -240,8 +248,6 @@ def anonymise(
 
 def evaluate(policy: PolicyLike, levels: str | Mapping[str, int], db: DatabaseLike = None) -> EvaluateResult:
     """Every utility and information-loss metric of one node's release; writes nothing."""
-    from sqlanon.metrics import evaluate_node
-
     pol = load_policy(policy)
     text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
     with _session(db) as be:
@@ -250,7 +256,7 @@ def evaluate(policy: PolicyLike, levels: str | Mapping[str, int], db: DatabaseLi
 
 def profile(
     policy: PolicyLike,
-    ks: Sequence[int] = (2, 3, 5, 10, 20),
+    ks: Sequence[int] | str = (2, 3, 5, 10, 20),
     db: DatabaseLike = None,
     *,
     metric: str | None = None,
@@ -258,11 +264,8 @@ def profile(
     progress: ProgressFn | None = None,
 ) -> ProfileResult:
     """The privacy/utility trade-off: the optimal node and all its metrics for each k."""
-    from sqlanon.metrics import parse_ks
-    from sqlanon.metrics import profile as _profile
-
     pol = load_policy(policy)
-    k_values = parse_ks(",".join(str(k) for k in ks))
+    k_values = parse_ks(ks if isinstance(ks, str) else ",".join(str(k) for k in ks))
     with _session(db) as be:
         return ProfileResult.of(
             _profile(be, pol, k_values, metric=metric, algorithm=algorithm, progress=progress)
@@ -283,8 +286,6 @@ def compile(  # noqa: A001 - the command's name
     """
     import sqlglot
 
-    from sqlanon.publish import compile_release
-
     try:
         sqlglot.Dialect.get_or_raise(dialect)
     except ValueError:
@@ -299,8 +300,27 @@ def compile(  # noqa: A001 - the command's name
         return compile_release(pol, dialect, text, be, publish_as)
 
 
-def load_demo_data(db: Connection) -> None:
-    """Create the seed-001 patient table ``main.patients`` (9 rows) in ``db``; never replaces one."""
-    from sqlanon.demo import load_patients
+def load_demo_data(be: Backend, schema: str = "main", table: str = "patients") -> None:
+    """Create and fill the patient table through the compile path (fixture data, 9 rows).
 
-    load_patients(db)
+    The demo only ever creates: a relation of that name already in the database is the user's,
+    so it is refused rather than replaced (sqlanon never drops what it did not create).
+    """
+    rows = list(csv.DictReader((FIXTURES / "patients.csv").open(encoding="utf-8")))
+    rel = Relation(table, schema=schema)
+    for name in (table, f"{table}_anon"):
+        if identify(be, rel.with_name(name), "demo") is not None:
+            raise SqlanonError(
+                f"demo: {schema}.{name} already exists in {be.url}; the demo only creates new "
+                "relations (run it on a new database file, or without --db)"
+            )
+    be.execute("fixtures/patients_create", kind="create", target=rel)
+    be.execute(
+        "fixtures/patients_insert",
+        kind="insert",
+        target=rel,
+        rows=[
+            [int(r["PatientID"]), r["PatientName"], r["Postcode"], int(r["Age"]), r["Disease"]] for r in rows
+        ],
+    )
+    be.commit()

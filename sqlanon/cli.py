@@ -1,7 +1,11 @@
-"""The ``sqlanon`` command line. Errors print one line (``error: ...``) and exit with status 2."""
+"""The ``sqlanon`` command line: a thin wrapper over :mod:`sqlanon.api` that prints.
+
+Errors print one line (``error: ...``) and exit with status 2; interrupts exit 128 + the signal.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
@@ -11,11 +15,16 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from sqlanon import interrupt
-from sqlanon.engines import redact
+from sqlanon import api, interrupt
+from sqlanon.demo import run_demo
+from sqlanon.engines import redact, session
+from sqlanon.engines.catalog import leftovers
 from sqlanon.errors import SqlanonError
+from sqlanon.metrics import METRICS
 from sqlanon.policy import ALGORITHMS
+from sqlanon.report import print_anonymise, print_assess, print_evaluate, print_profile
 
 DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
 
@@ -94,33 +103,20 @@ def main() -> None:
 @_errors
 def assess(policy: str, db: str | None, as_json: bool) -> None:
     """Measure the policy's source relation as it is (k, l, t, risks); writes nothing."""
-    from sqlanon.assess import assess as run_assess
-    from sqlanon.engines import session
-    from sqlanon.policy import load_policy
-
-    pol = load_policy(policy)
-    with session(db) as be:
-        result = run_assess(be, pol)
+    result = api.assess(policy, db)
     if as_json:
-        _emit_json(result)
+        _emit_json(result.to_dict())
     else:
-        from sqlanon.report import print_assess
-
-        print_assess(result, Console())
-    if result["satisfied"] and not result["satisfied"].get("all", True):
+        print_assess(result.to_dict(), Console())
+    if not result.ok:
         sys.exit(1)
 
 
 def _progress_bar(console: Console) -> Any:
     """A rich progress bar fed by the search's (checked, pruned, remaining) callback; only on a
     terminal (piped stderr stays clean: one line per error)."""
-    import contextlib
-
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     if not console.is_terminal:
-        return contextlib.nullcontext(), lambda checked, pruned, remaining: None
-
+        return contextlib.nullcontext(), None
     bar = Progress(
         TextColumn("search"),
         BarColumn(),
@@ -137,15 +133,19 @@ def _progress_bar(console: Console) -> Any:
     return bar, update
 
 
+def _metric_help() -> str:
+    return "Choose the optimum by this metric (default: policy search.metric); one of: " + (
+        ", ".join(METRICS) + "."
+    )
+
+
 @main.command()
 @click.argument("policy", type=click.Path(dir_okay=False))
 @click.option("--db", "db", default=None, help=DB_HELP)
 @click.option("--dry-run", is_flag=True, help="Search and print the SQL; create nothing.")
 @click.option("--replace", is_flag=True, help="Replace an existing target relation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
-@click.option(
-    "--metric", default=None, help="Choose the optimum by this metric (default: policy search.metric)."
-)
+@click.option("--metric", default=None, help=_metric_help())
 @click.option(
     "--algorithm",
     type=click.Choice(list(ALGORITHMS)),
@@ -173,30 +173,19 @@ def anonymise(
     publish_as: str | None,
 ) -> None:
     """Search the generalisation lattice and publish the best release (view or table)."""
-    from sqlanon.engines import session
-    from sqlanon.policy import load_policy
-    from sqlanon.publish import anonymise as run_anonymise
-    from sqlanon.search import build_hierarchies, parse_levels
-
-    pol = load_policy(policy)
-    console = Console(stderr=True)
-    node = None
-    if levels is not None:
-        hs = build_hierarchies(None, pol)
-        node = parse_levels(levels, [h.column for h in hs], [h.height for h in hs])
-    bar, update = _progress_bar(console)
-    with session(db) as be, bar:
-        result = run_anonymise(
-            be,
-            pol,
+    bar, update = _progress_bar(Console(stderr=True))
+    with bar:
+        result = api.anonymise(
+            policy,
+            db,
             replace=replace,
             dry_run=dry_run,
-            levels=node,
+            levels=levels,
             metric=metric,
             algorithm=algorithm,
             publish_as=publish_as,
             progress=update,
-        )
+        ).to_dict()
     if result.get("leftovers"):
         click.echo(
             f"note: {len(result['leftovers'])} staging relation(s) left by interrupted runs of older "
@@ -205,14 +194,15 @@ def anonymise(
         )
     if as_json:
         _emit_json(result)
-    else:
-        from sqlanon.report import print_anonymise
+        return
+    sql = result.get("sql")
+    print_anonymise({**result, "sql": None}, Console())
+    if sql:
+        # Byte-exact whatever the terminal: never through rich, which wraps long lines.
+        click.echo(sql + ";")
 
-        sql = result.get("sql")
-        print_anonymise({**result, "sql": None}, Console())
-        if sql:
-            # Byte-exact whatever the terminal: never through rich, which wraps long lines.
-            click.echo(sql + ";")
+
+main.add_command(anonymise, name="anonymize")
 
 
 @main.command(name="compile")
@@ -230,22 +220,7 @@ def compile_cmd(
     policy: str, dialect: str, levels: str | None, db: str | None, publish_as: str | None
 ) -> None:
     """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run."""
-    import sqlglot
-
-    from sqlanon.engines import session
-    from sqlanon.policy import load_policy
-    from sqlanon.publish import compile_release
-
-    try:
-        sqlglot.Dialect.get_or_raise(dialect)
-    except ValueError:
-        raise SqlanonError(f"--dialect: unknown dialect {dialect!r}") from None
-    pol = load_policy(policy)
-    if levels is not None and db is None:
-        click.echo(compile_release(pol, dialect, levels, None, publish_as) + ";")
-        return
-    with session(db) as be:
-        click.echo(compile_release(pol, dialect, levels, be, publish_as) + ";")
+    click.echo(api.compile(policy, dialect, levels=levels, db=db, publish_as=publish_as) + ";")
 
 
 @main.command()
@@ -254,8 +229,6 @@ def compile_cmd(
 @_errors
 def demo(db: str | None, as_json: bool) -> None:
     """Load the seed-001 patient table into DuckDB and run the main job on it."""
-    from sqlanon.demo import run_demo
-
     run_demo(db, as_json=as_json, console=Console())
 
 
@@ -267,13 +240,7 @@ def demo(db: str | None, as_json: bool) -> None:
 @_errors
 def evaluate(policy: str, levels: str, db: str | None, as_json: bool) -> None:
     """Every utility and information-loss metric of one node's release; writes nothing."""
-    from sqlanon.engines import session
-    from sqlanon.metrics import evaluate_node, print_evaluate
-    from sqlanon.policy import load_policy
-
-    pol = load_policy(policy)
-    with session(db) as be:
-        result = evaluate_node(be, pol, levels)
+    result = api.evaluate(policy, levels, db).to_dict()
     if as_json:
         _emit_json(result)
     else:
@@ -285,9 +252,7 @@ def evaluate(policy: str, levels: str, db: str | None, as_json: bool) -> None:
 @main.command()
 @click.argument("policy", type=click.Path(dir_okay=False))
 @click.option("--k", "ks", default="2,3,5,10,20", show_default=True, help="The k values, comma-separated.")
-@click.option(
-    "--metric", default=None, help="Choose each optimum by this metric (default: policy search.metric)."
-)
+@click.option("--metric", default=None, help=_metric_help())
 @click.option(
     "--algorithm",
     type=click.Choice(list(ALGORITHMS)),
@@ -301,17 +266,9 @@ def profile(
     policy: str, ks: str, metric: str | None, algorithm: str | None, db: str | None, as_json: bool
 ) -> None:
     """The privacy/utility trade-off: for each k, the optimal node and all its metrics; writes nothing."""
-    from sqlanon.engines import session
-    from sqlanon.metrics import parse_ks, print_profile
-    from sqlanon.metrics import profile as run_profile
-    from sqlanon.policy import load_policy
-
-    pol = load_policy(policy)
-    k_values = parse_ks(ks)
-    console = Console(stderr=True)
-    bar, update = _progress_bar(console)
-    with session(db) as be, bar:
-        result = run_profile(be, pol, k_values, metric=metric, algorithm=algorithm, progress=update)
+    bar, update = _progress_bar(Console(stderr=True))
+    with bar:
+        result = api.profile(policy, ks, db, metric=metric, algorithm=algorithm, progress=update).to_dict()
     if as_json:
         _emit_json(result)
     else:
@@ -324,9 +281,6 @@ def profile(
 @_errors
 def cleanup(db: str, drop: bool) -> None:
     """List (and with --drop remove) staging relations left by interrupted runs of older versions."""
-    from sqlanon.engines import session
-    from sqlanon.engines.catalog import leftovers
-
     with session(db) as be:
         found = leftovers(be)
         for rid in found:

@@ -19,21 +19,22 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
+import sqlanon.metrics.optimum as metrics_optimum
 from sqlanon import metrics
 from sqlanon.engines import session
+from sqlanon.lattice import prepare, run_search
 from sqlanon.metrics import (
     BOUNDED_METRICS,
     METRIC_INFO,
     NODE_METRICS,
     candidates_for,
+    choose,
     rank_lower_bound,
     score,
     undefined_reason,
     value,
 )
 from sqlanon.policy import parse_policy
-from sqlanon.publish import choose
-from sqlanon.search import prepare, run_search
 from tests.test_metrics import A_LABELS, A_VALUES, B_LABELS, B_VALUES, case_policy, cases
 
 #: Bounds that are the node's exact rank when it suppresses nothing.
@@ -69,7 +70,7 @@ def check_choose(
     near = {nd for nd, r in ranks.items() if r <= best_rank + tol(best_rank)}
     out = {}
     for chunk in chunks:
-        with mock.patch.object(metrics, "CHOOSE_CHUNK", chunk):
+        with mock.patch.object(metrics_optimum, "CHOOSE_CHUNK", chunk):
             node, best = choose(plan, result, metric)
         where = (
             f"{metric}, {result.algorithm}, chunk {chunk}: {node} {best}, exhaustive {want_node} {want_value}"

@@ -15,7 +15,7 @@ import pytest
 import sqlglot
 
 import sqlanon.engines.base as engine_mod
-import sqlanon.publish as publish_mod
+import sqlanon.transform.release as release_mod
 from sqlanon.sql import compile as compile_mod
 from sqlanon.sql.compile import template_names
 from tests.conftest import PATIENT_TYPES, patients_rows
@@ -43,11 +43,11 @@ def recorded(tmp_path_factory):  # noqa: ANN001, ANN201
     first context; temporary names are made deterministic."""
     import duckdb
 
-    from sqlanon.assess import assess
     from sqlanon.engines import session
+    from sqlanon.lattice import prepare
+    from sqlanon.measure.assessment import assess
     from sqlanon.policy import load_policy
     from sqlanon.publish import anonymise
-    from sqlanon.search import prepare
 
     path = tmp_path_factory.mktemp("golden") / "g.duckdb"
     cols, rows = patients_rows()
@@ -92,7 +92,7 @@ privacy:
     counter = itertools.count()
     mp = pytest.MonkeyPatch()
     mp.setattr(engine_mod, "to_sql", spy)
-    mp.setattr(publish_mod, "to_sql", spy)
+    mp.setattr(release_mod, "to_sql", spy)
     mp.setattr(engine_mod.uuid, "uuid4", lambda: uuid.UUID(int=next(counter)))
     try:
         pol = load_policy(policy_path)
@@ -116,7 +116,7 @@ privacy:
             plan = prepare(be, dataclasses.replace(pol, label_column="Disease"))
             compute(plan, [tuple(1 for _ in plan.heights)])
             # A kept rollup (with the sensitive ranks) and an evaluation from it.
-            from sqlanon.search import Evaluator
+            from sqlanon.lattice import Evaluator
 
             ev = Evaluator(plan)
             ev.keep(tuple(1 for _ in plan.heights))

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from sqlanon.engines import session
+from sqlanon.lattice import Evaluator, prepare, run_search, successors
 from sqlanon.metrics import METRIC_INFO, METRICS, candidates_for, compute, monotone, score, value
 from sqlanon.policy import parse_policy
-from sqlanon.search import Evaluator, prepare, run_search, successors
 from tests import reference as ref
 
 L3 = math.log2(3)

@@ -14,10 +14,9 @@ from functools import cache
 import pytest
 
 from sqlanon.engines import session
-from sqlanon.metrics import compute, monotone
+from sqlanon.lattice import Evaluator, prepare, run_search
+from sqlanon.metrics import choose, compute, monotone
 from sqlanon.policy import parse_policy
-from sqlanon.publish import choose
-from sqlanon.search import Evaluator, prepare, run_search
 from tests import reference as ref
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, read_adult
 from tests.test_metrics import Model, assert_metrics

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from sqlanon.engines import session
+from sqlanon.lattice import prepare, run_search
 from sqlanon.metrics import METRIC_INFO, compute
 from sqlanon.policy import load_policy
-from sqlanon.search import prepare, run_search
 from tests.conftest import PATIENT_TYPES, ROOT, patients_rows
 from tests.helpers import cli, cli_json, write_policy
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sqlanon.assess import assess
 from sqlanon.engines import session
+from sqlanon.lattice import Evaluator, prepare, run_search
+from sqlanon.measure.assessment import assess
 from sqlanon.policy import parse_policy
-from sqlanon.search import Evaluator, prepare, run_search
 from tests import reference as ref
 
 COUNTER = itertools.count()

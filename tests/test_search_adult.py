@@ -20,8 +20,8 @@ from functools import cache
 import pytest
 
 from sqlanon.engines import session
+from sqlanon.lattice import node_map, predecessors, prepare, run_search
 from sqlanon.policy import parse_policy
-from sqlanon.search import node_map, predecessors, prepare, run_search
 from tests import reference as ref
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, read_adult
 

@@ -1,0 +1,207 @@
+"""Evaluating lattice nodes in SQL, many per query: each node is a rollup of the coded base table
+or of a kept rollup (:class:`Source`), grouped by one integer key (its level codes in mixed radix),
+its classes checked against every requirement at once (``templates/search/evaluate.sql.j2``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.errors import SqlanonError
+from sqlanon.lattice.plan import BATCH, PART, Node, NodeResult, Plan
+from sqlanon.measure.assessment import _l_rank, requirement_checks
+from sqlanon.policy import Policy
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import CANONICAL, Sql, ident
+
+
+@dataclass
+class Source:
+    """A table nodes can roll up from: the coded base table (the bottom node) or a kept rollup."""
+
+    node: Node
+    rel: Relation
+    rows: int
+
+    def serves(self, node: Node) -> bool:
+        # A node outside the full lattice (None: a quasi-identifier outside Incognito's subset) is
+        # grouped by nothing for that quasi-identifier, which any table serves.
+        return all(n is None or s <= n for s, n in zip(self.node, node, strict=True))
+
+
+@dataclass
+class Evaluator:
+    plan: Plan
+    relaxed: bool = False  # evaluate only the monotone class-size relaxation
+    checked: int = 0
+    queries: int = 0
+    cache: dict[Node, NodeResult] = field(default_factory=dict)
+    sources: list[Source] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.sources:
+            bottom = tuple(0 for _ in self.plan.heights)
+            self.sources.append(Source(bottom, self.plan.coded, self.plan.base_rows))
+
+    def source_for(self, node: Node) -> Source:
+        """The smallest kept table the node can roll up from (the highest one on a tie)."""
+        return min((s for s in self.sources if s.serves(node)), key=lambda s: (s.rows, -sum(s.node)))
+
+    def keep(self, node: Node, rows: int | None = None) -> Source:
+        """Materialise the node's frequency table as a source for the nodes above it (``rows``:
+        its row count when known, i.e. its class count when no sensitive ranks are kept)."""
+        plan = self.plan
+        src = self.source_for(node)
+        cols = [
+            plan.code_alias[(j, lvl)]
+            for j, lo in enumerate(node)
+            for lvl in range(lo or 0, plan.heights[j])
+            if plan.card.get((j, lvl), 1) > 1
+        ]
+        sids = [a["sid"] for a in self._attrs()]
+        rel = plan.be.create_temp("rollup", "search/rollup", source=src.rel, cols=cols, sid_aliases=sids)
+        self.queries += 1
+        if rows is None or sids:
+            rows = int(plan.be.query("search/row_count", rel=rel)[0][0])
+            self.queries += 1
+        out = Source(tuple(lvl or 0 for lvl in node), rel, rows)
+        self.sources.append(out)
+        return out
+
+    def _checks(self) -> list[tuple[str, exp.Expression]]:
+        pol = self.plan.policy
+        if not self.relaxed:
+            return requirement_checks(pol, {s: f"a{i}" for i, s in enumerate(self.plan.base.s_names)})
+        k = relaxed_k(pol)
+        n = exp.column("n", table=exp.to_identifier("c"))
+        return [("size", exp.LT(this=n, expression=exp.Literal.number(k)))]
+
+    def _attrs(self) -> list[dict[str, Any]]:
+        if self.relaxed:
+            return []
+        pol = self.plan.policy
+        ordered = {r.attribute for r in pol.privacy.t if r.measure == "emd-ordered"}
+        used = {r.attribute for r in pol.privacy.l} | {r.attribute for r in pol.privacy.t}
+        out = []
+        for i, s in enumerate(self.plan.base.s_names):
+            if s in used:
+                out.append(
+                    {
+                        "p": Sql(f"a{i}"),
+                        "sid": self.plan.base.sid_aliases[i],
+                        "l_rank": _l_rank(pol, s),
+                        "ordered": s in ordered,
+                    }
+                )
+        return out
+
+    def evaluate(self, nodes: Iterable[Node]) -> dict[Node, NodeResult]:
+        nodes = list(nodes)
+        todo = [n for n in dict.fromkeys(nodes) if n not in self.cache]
+        # Batch similar nodes: sorted by the levels of the most distinct quasi-identifiers first,
+        # a batch shares their levels, so its common rollup (the meet) has few rows.
+        plan = self.plan
+        order = sorted(range(len(plan.heights)), key=lambda j: -plan.card.get((j, 0), 1))
+        # Each node rolls up from the smallest kept table below it; one query serves several
+        # tables (one part each), so kept tables do not multiply the queries.
+        groups: dict[int, list[Node]] = {}
+        for n in todo:
+            groups.setdefault(id(self.source_for(n)), []).append(n)
+        by_id = {id(s): s for s in self.sources}
+        parts: list[tuple[Source, list[Node]]] = []
+        size = 0
+        for sid, group in groups.items():
+            group.sort(key=lambda n: tuple(-1 if n[j] is None else n[j] for j in order))
+            for i in range(0, len(group), PART):
+                chunk = group[i : i + PART]
+                if size + len(chunk) > BATCH and parts:
+                    self._batch(parts)
+                    parts, size = [], 0
+                parts.append((by_id[sid], chunk))
+                size += len(chunk)
+        if parts:
+            self._batch(parts)
+        return {n: self.cache[n] for n in nodes}
+
+    def _batch(self, parts: list[tuple[Source, list[Node]]]) -> None:
+        """One query for the nodes of every part, each part rolling up from its own source."""
+        plan = self.plan
+        attrs = self._attrs()
+        nodes = [n for _, ns in parts for n in ns]
+        all_weights = [plan.node_weights(n) for n in nodes]
+        n_chunks = max(1, max(len(ws) for ws in all_weights))
+        ctx_parts = []
+        gid = 0
+        for i, (source, part_nodes) in enumerate(parts):
+            weights = all_weights[gid : gid + len(part_nodes)]
+            used = sorted({key for ws in weights for chunk in ws for key in chunk})
+            w_alias = {(ch, key): ident(f"w{ch}_{key[0]}_{key[1]}") for ch in range(n_chunks) for key in used}
+            rows_sql = []
+            for ws in weights:
+                vals = [str(gid)]
+                gid += 1
+                for ch in range(n_chunks):
+                    chunk = ws[ch] if ch < len(ws) else {}
+                    vals += [str(chunk.get(key, 0)) for key in used]
+                rows_sql.append(Sql("(" + ", ".join(vals) + ")"))
+            keys = []
+            for ch in range(n_chunks):
+                terms = [f"m.{plan.code_alias[key]} * n.{w_alias[(ch, key)]}" for key in used]
+                keys.append(Sql(" + ".join(terms) if terms else "0"))
+            ctx_parts.append(
+                {
+                    "source": source.rel,
+                    "meet": ident(f"meet_{i}"),
+                    "nodes": ident(f"nodes_{i}"),
+                    "cells": ident(f"cells_{i}"),
+                    "meet_cols": [plan.code_alias[k] for k in used],
+                    "node_rows": rows_sql,
+                    "node_cols": [ident("gid")]
+                    + [w_alias[(ch, key)] for ch in range(n_chunks) for key in used],
+                    "key_exprs": keys,
+                }
+            )
+        checks = self._checks()
+        any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
+        rows = plan.be.query(
+            "search/evaluate",
+            parts=ctx_parts,
+            base=plan.base.freq,
+            key_aliases=[ident(f"k_{i}") for i in range(n_chunks)],
+            sid_aliases=[a["sid"] for a in attrs],
+            attrs=attrs,
+            any_check=Sql(any_check.sql(CANONICAL)),
+        )
+        self.queries += 1
+        seen = set()
+        for gid, n_rows, n_classes, bad, bad_classes, dm_kept, k_kept in rows:
+            node = nodes[int(gid)]
+            seen.add(node)
+            self.cache[node] = NodeResult(
+                int(n_rows),
+                int(n_classes),
+                int(bad or 0),
+                int(bad_classes or 0),
+                int(dm_kept or 0),
+                None if k_kept is None else int(k_kept),
+            )
+        if len(seen) != len(nodes):
+            raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(nodes)} nodes")
+        self.checked += len(nodes)
+
+
+def relaxed_k(policy: Policy) -> int:
+    """The least class size the policy implies: k, ceil(l) for any l-diversity, and ceil(1/r) for a
+    prosecutor-risk bound r (a class of n records has at most n distinct values and risk 1/n)."""
+    k = policy.k_or_1()
+    for r in policy.privacy.l:
+        k = max(k, math.ceil(r.l - 1e-9))
+    pros = policy.privacy.risk.get("prosecutor")
+    if pros:
+        k = max(k, math.ceil(1 / pros - 1e-9))
+    return k

@@ -1,0 +1,229 @@
+"""The generalisation lattice and its searches: Flash (the default), Incognito, Datafly and
+exhaustive (MinGen).
+
+A node is a vector of levels, one per quasi-identifier (``None`` for a quasi-identifier outside the
+subset Incognito is looking at). A node satisfies the policy when the records in its classes that
+violate any requirement (k, each l, each t, the prosecutor-risk bound) number at most the
+suppression limit: those classes are the ones a release removes (seed 002 section 2.4, record
+suppression).
+
+Every node is evaluated in SQL by ``templates/search/evaluate.sql.j2``, many nodes per query. The
+source is scanned exactly once, into the base frequency table; each level of each hierarchy is then
+coded as a small integer (``templates/search/coded.sql.j2``), so that a node's classes are the
+groups of one integer key (the level codes in mixed radix) and its frequency table is a rollup of
+the batch's common rollup (the meet), never a rescan (seed 002 section 4.2, rollup property).
+Flash also keeps the frequency tables of some failing nodes (temporary tables) and rolls the nodes
+above them up from those instead of from the coded base table (:class:`Source`).
+GROUPING SETS were measured first: 2-3x slower on DuckDB and PostgreSQL, and the SQL text of one
+branch per node made sqlglot the bottleneck; the node table of weights keeps the SQL small.
+
+Monotonicity. k-anonymity (with or without suppression), and l-diversity and t-closeness without
+suppression, satisfy the generalisation and subset properties (seed 002 section 4.2; Machanavajjhala
+et al. 2006 for l, Li et al. 2007 for t). l and t *with* suppression do not: generalising can merge a
+good class into a bad one and raise the count of records to suppress. For such policies Incognito
+runs on the monotone relaxation (class sizes only: k, and the least class size any l or the
+prosecutor bound implies), then evaluates the full policy on every node the relaxation lets through
+(as ARX does for non-monotonic criteria), so the result stays exact. Flash does the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from sqlanon.engines import Backend
+from sqlanon.errors import SqlanonError
+from sqlanon.measure.assessment import (
+    EPS,
+    FrequencyTables,
+    _sort_key,
+    build_frequency_tables,
+    check_columns,
+)
+from sqlanon.policy import Policy
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import CANONICAL, Sql, ident
+from sqlanon.transform.hierarchy import Hierarchy, build_hierarchy
+
+Node = tuple[int | None, ...]
+Progress = Callable[[int, int, int], None]
+
+#: Nodes per evaluation query.
+BATCH = 128
+#: Nodes per part of a query: each part groups its source by the levels its nodes use (its meet)
+#: before rolling up to each node, so a part of similar nodes reads far fewer rows than the source.
+PART = 4
+#: Paths whose middle nodes :func:`flash` evaluates per round (one query).
+FLASH_ROUND = 32
+#: Rollups :func:`flash` keeps: at most this many per round and in all, each at least this many
+#: times smaller than the table it would otherwise roll up from.
+KEEP_PER_ROUND = 8
+KEEP_MAX = 64
+KEEP_RATIO = 2
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    rows: int
+    classes: int
+    bad_records: int
+    bad_classes: int
+    dm_kept: int
+    k_kept: int | None
+
+    def ok(self, allowed: int) -> bool:
+        return self.bad_records <= allowed
+
+
+@dataclass
+class Plan:
+    """What the search needs: the policy, one hierarchy per quasi-identifier, the base table."""
+
+    be: Backend
+    policy: Policy
+    hierarchies: list[Hierarchy]
+    base: FrequencyTables
+    n_rows: int
+    allowed: int
+    coded: Relation
+    code_alias: dict[tuple[int, int], Sql]
+    card: dict[tuple[int, int], int]
+    base_rows: int = 0  # rows of the coded table (classes x sensitive values of the bottom node)
+
+    @property
+    def heights(self) -> list[int]:
+        return [h.height for h in self.hierarchies]
+
+    @property
+    def qi_names(self) -> list[str]:
+        return [h.column for h in self.hierarchies]
+
+    @property
+    def monotone(self) -> bool:
+        p = self.policy.privacy
+        return p.suppression == 0 or not (p.l or p.t)
+
+    def nodes_total(self) -> int:
+        return math.prod(h + 1 for h in self.heights)
+
+    def node_weights(self, node: Node) -> list[dict[tuple[int, int], int]]:
+        """The node's class key as mixed-radix weights of its level codes: class key =
+        sum(code * weight). Split into chunks whose radix product stays below 2^62 (no BIGINT
+        overflow); a constant (fully suppressed) column or one outside the subset has no weight."""
+        chunks: list[dict[tuple[int, int], int]] = []
+        cur: list[tuple[tuple[int, int], int]] = []
+        span = 1
+        for j, lvl in enumerate(node):
+            if lvl is None or self.card.get((j, lvl), 1) <= 1:
+                continue
+            c = self.card[(j, lvl)]
+            if cur and span * c >= 2**62:
+                chunks.append(_radix(cur))
+                cur, span = [], 1
+            cur.append(((j, lvl), c))
+            span *= c
+        if cur:
+            chunks.append(_radix(cur))
+        return chunks
+
+
+def _radix(cols: list[tuple[tuple[int, int], int]]) -> dict[tuple[int, int], int]:
+    weights: dict[tuple[int, int], int] = {}
+    w = 1
+    for key, card in reversed(cols):
+        weights[key] = w
+        w *= card
+    return weights
+
+
+def build_hierarchies(
+    be: Backend | None, policy: Policy, types: dict[str, bool] | None = None
+) -> list[Hierarchy]:
+    """One hierarchy per quasi-identifier; ``types`` maps column -> numeric (read from the engine)."""
+    out = []
+    for spec in policy.quasi:
+        numeric = (types or {}).get(spec.name)
+        if numeric is None:
+            numeric = _guess_numeric(spec.hierarchy)
+        out.append(build_hierarchy(spec.name, spec.hierarchy, numeric=numeric, base_dir=policy.base_dir))
+    return out
+
+
+def _guess_numeric(spec: dict | None) -> bool:
+    """Without a database: intervals are numeric; anything else is compared as text."""
+    return bool(spec) and "interval" in spec
+
+
+def prepare(be: Backend, policy: Policy) -> Plan:
+    """Check the columns and hierarchies, and build the base frequency table (one source scan)."""
+    cols = check_columns(be, policy)
+    types = {name: c.numeric for name, c in cols.items()}
+    hierarchies = build_hierarchies(be, policy, types)
+    qi_names = [h.column for h in hierarchies]
+    s_names = [c.name for c in policy.sensitive]
+    sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
+    base = build_frequency_tables(
+        be,
+        policy.source,
+        [ident(n) for n in qi_names],
+        qi_names,
+        [ident(n) for n in s_names],
+        s_names,
+        sort_keys,
+        with_classes=False,
+    )
+    n_rows = int(be.query("search/total", base=base.freq)[0][0] or 0)
+    if n_rows == 0:
+        raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
+    check_coverage(be, hierarchies, base)
+    code_alias: dict[tuple[int, int], Sql] = {}
+    qis = []
+    for j, h in enumerate(hierarchies):
+        levels = []
+        for lvl in range(h.height):  # the top level is the constant '*': no code needed
+            code_alias[(j, lvl)] = ident(f"c_{j}_{lvl}")
+            levels.append({"alias": code_alias[(j, lvl)], "expr": h.sql(lvl, base.q_aliases[j])})
+        if levels:
+            qis.append({"alias": base.q_aliases[j], "dict": ident(f"d_{j}"), "levels": levels})
+    coded = be.create_temp("coded", "search/coded", base=base.freq, qis=qis, sid_aliases=base.sid_aliases)
+    keys = list(code_alias)
+    card_row = be.query("search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys])[0]
+    card = {k: int(v) for k, v in zip(keys, card_row, strict=True)}
+    for r in policy.privacy.l:
+        m = int(
+            be.query(
+                "search/distinct_count", base=base.freq, col=base.sid_aliases[s_names.index(r.attribute)]
+            )[0][0]
+        )
+        if r.l > m:
+            raise SqlanonError(
+                f"privacy.l.{r.attribute}: l = {r.l:g} exceeds the {m} distinct value(s) of "
+                f"{r.attribute!r}; no release can satisfy it"
+            )
+    allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
+    base_rows = int(be.query("search/row_count", rel=coded)[0][0])
+    return Plan(be, policy, hierarchies, base, n_rows, allowed, coded, code_alias, card, base_rows)
+
+
+def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: FrequencyTables) -> None:
+    """Refuse to search when a hierarchy does not cover a value present in the data."""
+    for h, alias in zip(hierarchies, base.q_aliases, strict=True):
+        pred = h.coverage_predicate(exp.column(alias.strip('"'), quoted=True))
+        if pred is None:
+            continue
+        rows = be.query("search/uncovered", base=base.freq, col=alias, pred=Sql(pred.sql(CANONICAL)))
+        if rows:
+            total = int(rows[0][2])
+            sample = ", ".join("NULL" if r[0] is None else repr(r[0]) for r in rows[:5])
+            raise SqlanonError(
+                f"columns.{h.column}.hierarchy: {len(rows) if len(rows) < 5 else 'at least 5'} value(s) "
+                f"present in {h.column!r} are not covered ({total} distinct in all), e.g. {sample}"
+            )
+
+
+# --------------------------------------------------------------------------------------------------
+# Node evaluation
+# --------------------------------------------------------------------------------------------------

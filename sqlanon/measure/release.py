@@ -1,0 +1,45 @@
+"""Measuring a release relation against the policy, as publishing verifies it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sqlanon.engines import Backend
+from sqlanon.measure.assessment import FrequencyTables, assess
+from sqlanon.policy import Policy
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import Sql
+
+
+def release_check(
+    be: Backend,
+    policy: Policy,
+    rel: Relation,
+    *,
+    reference: FrequencyTables,
+    n_rows: int,
+    population_exprs: list[Sql] | None,
+) -> tuple[dict[str, Any], list[str], int]:
+    """Measure a release relation ``rel``: (assess object, failing requirements, missing records).
+
+    ``reference``: the source's frequency tables (t-closeness compares with the source's
+    distribution); ``n_rows``: the source's records. The population, when there is one, is
+    generalised by ``population_exprs`` (the release's node) so that journalist and marketer risk
+    compare like with like (seed 000 section 5: F_j counts the population records of the release's
+    class j); without them it is left out.
+    """
+    cols = [c for c in policy.columns if c.role != "identifier"]
+    check_policy = dataclasses.replace(
+        policy,
+        source=rel,
+        columns=tuple(cols),
+        population=policy.population if population_exprs is not None else None,
+        privacy=dataclasses.replace(policy.privacy, suppression=0.0),
+    )
+    result = assess(be, check_policy, reference=reference, population_exprs=population_exprs)
+    missing = n_rows - result["rows"]
+    bad = [req for req, ok in result["satisfied"].items() if not ok and req != "all"]
+    if not bad and not result["satisfied"].get("all", True):
+        bad = ["all"]
+    return result, bad, missing

@@ -1,0 +1,133 @@
+"""Choosing the optimum by a metric among the candidates the metric allows, by branch and bound on
+query-free lower bounds; table-wide risk bounds checked on each candidate's release."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlanon.errors import SqlanonError
+from sqlanon.lattice import Node, Plan
+from sqlanon.measure.release import release_check
+from sqlanon.metrics.bounds import BOUND_EPS, CHOOSE_CHUNK, rank_lower_bound
+from sqlanon.metrics.info import candidates_for
+from sqlanon.metrics.scoring import score, value
+from sqlanon.policy import Policy
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import Sql, ident
+from sqlanon.transform.release import release_context
+
+
+def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, Any]]:
+    """The optimum by ``metric`` (:func:`choose_among`); with a table-wide risk bound (average,
+    marketer, journalist), the best-ranked satisfying node whose release also meets it.
+
+    The lattice search decides per class; table-wide risks are properties of a whole release, so
+    each candidate, best first, is materialised (a temporary table) and measured like a published
+    release until one passes. Exact: every satisfying node is a candidate, and the first to pass
+    in rank order is the optimum among those that meet every requirement.
+    """
+    node, info = choose_among(plan, result, metric)
+    if not global_bounds(plan.policy):
+        return node, info
+    tried: set[Node] = set()
+    src_cols = [c.name for c in plan.be.require_columns(plan.policy.source, "source")]
+    while True:
+        ctx = release_context(plan.policy, plan.hierarchies, node, src_cols)
+        rel = plan.be.create_temp("release", "publish/_release", **ctx)
+        _result, bad, missing = check_node_release(plan, rel, node)
+        if not bad and missing <= plan.allowed:
+            info["risk_checked"] = len(tried) + 1
+            return node, info
+        tried.add(node)
+        try:
+            node, info = choose_among(plan, result, metric, exclude=tried)
+        except SqlanonError:
+            raise SqlanonError(
+                f"no generalisation meets the table-wide risk bounds ({', '.join(bad)} fails at every one "
+                f"of the {len(tried)} satisfying node(s)); relax privacy.risk"
+            ) from None
+
+
+def choose_among(
+    plan: Plan, result: Any, metric: str, exclude: set[Node] | None = None
+) -> tuple[Node, dict[str, Any]]:
+    """The optimum by ``metric`` among the candidates the metric allows (see sqlanon.metrics).
+
+    Branch and bound where the metric has a lower bound on a node's rank that needs no node query
+    (:func:`sqlanon.metrics.rank_lower_bound`): the candidates are scored in order of (bound,
+    height, node), in chunks of 1, 2, 4, ... up to CHOOSE_CHUNK nodes per :func:`score` call, and
+    scoring stops at the first candidate whose bound exceeds the best rank so far (plus a relative
+    1e-12 for rounding). Every later candidate's bound is at least as high, so none can beat or tie
+    the best; a candidate whose bound equals it is still scored, so the result is the one scoring
+    every candidate gives: the least (rank, height, node). Other metrics score every candidate.
+    ``scored`` in the returned dict counts the candidates scored, ``candidates`` all of them.
+    """
+    cands = candidates_for(plan, result, metric)
+    if exclude is not None:
+        # Table-wide risk bounds are not decided per node by the search: every satisfying node
+        # is a candidate, not only the minimal ones.
+        cands = sorted(n for n in result.satisfying if n not in exclude)
+    if not cands:
+        raise SqlanonError(
+            "no generalisation satisfies the policy within the suppression limit "
+            f"({plan.allowed} records); raise privacy.suppression or relax the requirements"
+        )
+
+    def key(nv: tuple[Node, float]) -> tuple:
+        return (nv[1], sum(nv[0]), nv[0])
+
+    bounds = [rank_lower_bound(plan, nd, metric) for nd in cands]
+    if any(b is None for b in bounds):
+        scored = score(plan, cands, metric, result.results)
+        best = min(scored, key=key)
+        n_scored = len(scored)
+    else:
+        order = sorted(zip(bounds, cands, strict=True), key=lambda bn: (bn[0], sum(bn[1]), bn[1]))
+        best = None
+        n_scored = i = 0
+        size = 1  # chunk sizes 1, 2, 4, ... CHOOSE_CHUNK: few wasted scores when the first is best
+        while i < len(order):
+            limit = float("inf") if best is None else best[1] + BOUND_EPS * max(1.0, abs(best[1]))
+            chunk = []
+            while i < len(order) and len(chunk) < size and order[i][0] <= limit:
+                chunk.append(order[i][1])
+                i += 1
+            if not chunk:
+                break  # the next bound, and every later one, exceeds the best rank
+            for nv in score(plan, chunk, metric, result.results):
+                if best is None or key(nv) < key(best):
+                    best = nv
+            n_scored += len(chunk)
+            size = min(2 * size, CHOOSE_CHUNK)
+        assert best is not None
+    return best[0], {
+        "metric": metric,
+        "value": value(best[1], metric),
+        "scored": n_scored,
+        "candidates": len(cands),
+    }
+
+
+def global_bounds(policy: Policy) -> bool:
+    """Whether the policy bounds a table-wide risk (average, marketer, journalist): these are
+    checked on a node's release, after the lattice search (which decides per class)."""
+    return any(kind != "prosecutor" for kind in policy.privacy.risk)
+
+
+def population_exprs(plan: Plan, node: Node) -> list[Sql] | None:
+    """The node's generalisation of the population's QI columns (None without a population)."""
+    if plan.policy.population is None:
+        return None
+    return [h.sql(int(lvl or 0), ident(h.column)) for h, lvl in zip(plan.hierarchies, node, strict=True)]
+
+
+def check_node_release(plan: Plan, rel: Relation, node: Node) -> tuple[dict[str, Any], list[str], int]:
+    """:func:`~sqlanon.measure.release.release_check` of ``node``'s release ``rel``."""
+    return release_check(
+        plan.be,
+        plan.policy,
+        rel,
+        reference=plan.base,
+        n_rows=plan.n_rows,
+        population_exprs=population_exprs(plan, node),
+    )

@@ -1,0 +1,120 @@
+"""The release of a node as SQL: identifiers dropped, masked or hashed, quasi-identifiers
+generalised, and the records of every violating class removed, checked inside the statement so a
+view enforces the policy at read time (``templates/publish/_release.sql.j2``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.errors import SqlanonError
+from sqlanon.measure.assessment import _l_rank, _sort_key, requirement_checks
+from sqlanon.policy import ColumnSpec, Policy
+from sqlanon.relation import Relation
+from sqlanon.sql.builders import hash_text
+from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
+from sqlanon.transform.hierarchy import Hierarchy
+
+Node = tuple[int | None, ...]
+
+
+def internal_prefix(columns: list[str]) -> str:
+    """A prefix for sqlanon's own column aliases that no column of the source starts with
+    (compared case-insensitively, as DuckDB does), so an internal name can never collide.
+
+    >>> internal_prefix(["Age", "__sqlanon_cid"])
+    '___sqlanon_'
+    """
+    prefix = "__sqlanon_"
+    lowered = [c.lower() for c in columns]
+    while any(c.startswith(prefix) for c in lowered):
+        prefix = "_" + prefix
+    return prefix
+
+
+def release_context(
+    policy: Policy, hierarchies: list[Hierarchy], node: Node, source_columns: list[str] | None = None
+) -> dict[str, Any]:
+    """Template context for ``publish/_release``: output columns, class expressions, checks."""
+    by_name = {h.column: (h, lvl) for h, lvl in zip(hierarchies, node, strict=True)}
+    order = source_columns or [c.name for c in policy.columns]
+    specs = {c.name: c for c in policy.columns}
+    out_cols, class_exprs = [], []
+    for name in order:
+        spec: ColumnSpec | None = specs.get(name)
+        if spec is None:
+            continue  # undeclared columns are not published
+        col = ident(name)
+        if spec.role == "identifier":
+            if spec.action == "drop":
+                continue
+            expr = Sql("'*'") if spec.action == "mask" else _hash(col)
+        elif spec.role == "quasi":
+            h, lvl = by_name[name]
+            expr = h.sql(int(lvl or 0), col)
+            if expr != "'*'":  # a fully suppressed column splits no class (and engines refuse
+                class_exprs.append(expr)  # a constant in a window ORDER BY)
+        else:
+            expr = col
+        out_cols.append({"alias": col, "expr": expr})
+    internal = internal_prefix(list(order) + [c.name for c in policy.columns])
+    sens = [c.name for c in policy.sensitive]
+    used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
+    ordered = {r.attribute for r in policy.privacy.t if r.measure == "emd-ordered"}
+    attrs, alias = [], {}
+    for i, s in enumerate(sens):
+        if s not in used:
+            continue
+        alias[s] = f"a{i}"
+        attrs.append(
+            {
+                "p": Sql(f"a{i}"),
+                "sid_alias": ident(f"{internal}sid_{i}"),
+                "sort_key": _sort_key(policy, s, ident(s)),
+                "l_rank": _l_rank(policy, s),
+                "ordered": s in ordered,
+            }
+        )
+    checks = requirement_checks(policy, alias)
+    any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
+    return {
+        "source": policy.source,
+        "out_cols": out_cols,
+        "class_exprs": class_exprs,
+        "cid_alias": ident(f"{internal}cid"),
+        "attrs": attrs,
+        "any_check": Sql(any_check.sql(CANONICAL)),
+    }
+
+
+def _hash(col: Sql) -> Sql:
+
+    return hash_text(col)
+
+
+def release_sql(
+    policy: Policy,
+    hierarchies: list[Hierarchy],
+    node: Node,
+    dialect: str,
+    target: Relation,
+    kind: str = "view",
+    source_columns: list[str] | None = None,
+) -> str:
+    ctx = release_context(policy, hierarchies, node, source_columns)
+    return to_sql(f"publish/create_{kind}", dialect, kind="create", target=target, **ctx)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def check_hash_release(policy: Policy, kind: str) -> None:
+    """A keyed hash inside a view would put the key (its HMAC pads) in the view's definition,
+    which readers can see; only a materialised table keeps it out of the release."""
+    hashed = [c.name for c in policy.identifiers if c.action == "hash"]
+    if hashed and kind == "view":
+        raise SqlanonError(
+            f"columns.{hashed[0]}.action: hash needs publishing as a table (--as table or publish.as: "
+            "table); a view's definition would show the hash key to its readers"
+        )
