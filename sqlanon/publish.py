@@ -44,13 +44,6 @@ from sqlanon.sql.compile import Sql
 from sqlanon.transform.release import check_hash_release, release_context, release_sql
 
 
-def relation_kind(be: Backend, rel: Relation) -> str | None:
-    rows = be.query("catalog/relation_kind", name=rel.name, schema=rel.schema, catalog=rel.catalog)
-    if not rows:
-        return None
-    return "view" if "VIEW" in str(rows[0][0]).upper() else "table"
-
-
 def _drop(be: Backend, rel: Relation, kind: str) -> None:
     be.execute(f"ddl/drop_{kind}", kind="drop", target=rel)
 
@@ -266,6 +259,7 @@ def compile_release(
 ) -> str:
     """CREATE VIEW (or TABLE) text for ``dialect``, at ``--levels`` or at the searched optimum."""
     kind = kind or policy.publish_as
+    check_hash_release(policy, kind)
     target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
     if levels_text is not None and be is None:
         hierarchies = build_hierarchies(None, policy)

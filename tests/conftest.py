@@ -357,3 +357,12 @@ def patients_rows() -> tuple[list[str], list[list[Any]]]:
 
 
 PATIENT_TYPES = ["INTEGER", "VARCHAR", "VARCHAR", "INTEGER", "VARCHAR"]
+
+
+TEST_HASH_KEY = "sqlanon-tests-0123456789abcdef"
+
+
+@pytest.fixture(autouse=True)
+def _hash_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A known key for ``action: hash`` (tests of the missing key delete it)."""
+    monkeypatch.setenv("SQLANON_HASH_KEY", TEST_HASH_KEY)

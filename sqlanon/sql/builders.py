@@ -8,13 +8,20 @@ every engine we run (DuckDB, PostgreSQL, Spark) and on T-SQL:
 * ``fdiv``: ``a / b`` is integer division on PostgreSQL and T-SQL when both sides are integers.
 * ``concat``: ``||`` becomes ``+`` on T-SQL, which turns a NULL operand into NULL like ``||`` does,
   so NULLs are coalesced to the empty string first.
-* ``hash_text``: ``MD5`` is ``HASHBYTES('MD5', ...)`` on T-SQL (binary), sqlglot handles it.
+* ``hash_text``: a keyed HMAC-SHA-256 (RFC 2104) in lower-case hex. No engine spells HMAC the same
+  way (and PostgreSQL's ``hmac`` needs pgcrypto), so the canonical SQL holds a placeholder call,
+  ``SQLANON_HMAC_SHA256(text, ipad, opad)``, that :func:`expand_hmac` replaces, per dialect, by
+  H(K' xor opad || H(K' xor ipad || m)) written with that engine's own SHA-256 and byte functions.
 """
 
 from __future__ import annotations
 
+import hashlib
+
+import sqlglot
 from sqlglot import exp
 
+from sqlanon.errors import SqlanonError
 from sqlanon.sql.base import CANONICAL, Sql
 
 
@@ -105,13 +112,72 @@ def as_text(x: object) -> Sql:
     return _out(exp.cast(_e(x), exp.DataType.build("text")))
 
 
-def hash_text(x: object) -> Sql:
-    """Hex MD5 of the value's text form (a NULL stays NULL).
+HMAC = "SQLANON_HMAC_SHA256"
+_BLOCK = 64  # SHA-256's block size in bytes (RFC 2104's B)
 
-    >>> hash_text('"name"')
-    'MD5(CAST("name" AS TEXT))'
+#: HMAC-SHA-256 of the UTF-8 bytes of X, per dialect; {i} and {o} are the hex of K' xor ipad and
+#: K' xor opad. Each is parsed by sqlglot in its own dialect and spliced into the statement.
+HMAC_SQL = {
+    "duckdb": "SHA256(UNHEX('{o}') || UNHEX(SHA256(UNHEX('{i}') || ENCODE(X))))",
+    "postgres": (
+        "ENCODE(SHA256(DECODE('{o}', 'hex') || SHA256(DECODE('{i}', 'hex') || CONVERT_TO(X, 'UTF8'))), 'hex')"
+    ),
+    "spark": "SHA2(CONCAT(UNHEX('{o}'), UNHEX(SHA2(CONCAT(UNHEX('{i}'), ENCODE(X, 'UTF-8')), 256))), 256)",
+    # T-SQL (compiled, not executed here): a UTF-8 collation gives the UTF-8 bytes (SQL Server 2019+).
+    "tsql": (
+        "LOWER(CONVERT(VARCHAR(64), HASHBYTES('SHA2_256', 0x{o} + HASHBYTES('SHA2_256', 0x{i} + "
+        "CAST(CAST(X AS VARCHAR(MAX)) COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS VARBINARY(MAX)))), 2))"
+    ),
+}
+HMAC_PARENT = {"databricks": "spark", "spark2": "spark", "fabric": "tsql", "redshift": "postgres"}
+
+
+def hmac_pads(key: bytes) -> tuple[str, str]:
+    """(K' xor ipad, K' xor opad) in hex, K' the key padded to the block (hashed first if longer).
+
+    >>> hmac_pads(b"k" * 3)[0][:8], len(hmac_pads(b"k" * 100)[1])
+    ('5d5d5d36', 128)
     """
-    return _out(exp.MD5(this=exp.cast(_e(x), exp.DataType.build("text"))))
+    k = hashlib.sha256(key).digest() if len(key) > _BLOCK else key
+    k = k.ljust(_BLOCK, b"\0")
+    return bytes(b ^ 0x36 for b in k).hex(), bytes(b ^ 0x5C for b in k).hex()
+
+
+def hash_text(x: object, key: bytes) -> Sql:
+    """Keyed pseudonym of the value's text: hex HMAC-SHA-256 under ``key`` (a NULL stays NULL).
+
+    >>> print(hash_text('"name"', b"0123456789abcdef")[:48])
+    SQLANON_HMAC_SHA256(CAST("name" AS TEXT), '06070
+    """
+    ipad, opad = hmac_pads(key)
+    return _out(
+        exp.Anonymous(
+            this=HMAC,
+            expressions=[
+                exp.cast(_e(x), exp.DataType.build("text")),
+                exp.Literal.string(ipad),
+                exp.Literal.string(opad),
+            ],
+        )
+    )
+
+
+def expand_hmac(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """Replace each ``SQLANON_HMAC_SHA256`` placeholder by ``dialect``'s HMAC (see HMAC_SQL)."""
+    for call in list(tree.find_all(exp.Anonymous)):
+        if str(call.this).upper() != HMAC:
+            continue
+        template = HMAC_SQL.get(dialect) or HMAC_SQL.get(HMAC_PARENT.get(dialect, ""))
+        if template is None:
+            raise SqlanonError(f"action hash: no HMAC-SHA-256 for dialect {dialect!r}")
+        x, ipad, opad = call.expressions
+        text = template.format(i=ipad.name, o=opad.name)
+        new = sqlglot.parse_one(text, read=dialect)
+        for col in list(new.find_all(exp.Column)):
+            if col.name == "X" and not col.table:
+                col.replace(x.copy())
+        call.replace(new)
+    return tree
 
 
 TEMPLATE_GLOBALS = {

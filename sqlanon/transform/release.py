@@ -4,6 +4,8 @@ view enforces the policy at read time (``templates/publish/_release.sql.j2``).""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from sqlglot import exp
@@ -88,9 +90,36 @@ def release_context(
     }
 
 
-def _hash(col: Sql) -> Sql:
+HASH_KEY_ENV = "SQLANON_HASH_KEY"
+MIN_KEY_BYTES = 16
 
-    return hash_text(col)
+
+def hash_key(env: Mapping[str, str] | None = None) -> bytes:
+    """The key of ``action: hash``, from the environment (never from the policy, which travels).
+
+    A keyed hash (HMAC-SHA-256, RFC 2104) stops the attack that reversed an unkeyed MD5 column with
+    one join: without the key nobody can compute the pseudonym of a guessed identifier. It does not
+    stop whoever holds the key, nor anyone who can read the definition of a view that embeds it
+    (hence tables only), and one value always gives one pseudonym under one key, so releases with
+    the same key are linkable: pseudonymisation, not anonymisation. The message never shows the key.
+    """
+    env = os.environ if env is None else env
+    value = env.get(HASH_KEY_ENV)
+    if not value:
+        raise SqlanonError(
+            f"action hash: set the environment variable {HASH_KEY_ENV} to a secret key "
+            f"(at least {MIN_KEY_BYTES} bytes, e.g. `openssl rand -hex 32`)"
+        )
+    key = value.encode("utf-8")
+    if len(key) < MIN_KEY_BYTES:
+        raise SqlanonError(
+            f"action hash: {HASH_KEY_ENV} is {len(key)} bytes; a key needs at least {MIN_KEY_BYTES}"
+        )
+    return key
+
+
+def _hash(col: Sql) -> Sql:
+    return hash_text(col, hash_key())
 
 
 def release_sql(

@@ -1,1 +1,1 @@
-DROP TABLE IF EXISTS [sqlanon_coded_00000000_9]
+DROP TABLE IF EXISTS [main].[sqlanon_old_000000000000]

@@ -1,1 +1,1 @@
-ALTER VIEW "main"."patients_anon__sqlanon_00000000" RENAME TO "patients_anon"
+ALTER VIEW "main"."sqlanon_stage_000000000000" RENAME TO "patients_anon"

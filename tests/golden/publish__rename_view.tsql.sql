@@ -1,1 +1,1 @@
-EXEC sp_rename '[main].[patients_anon__sqlanon_00000000]', 'patients_anon'
+EXEC sp_rename '[main].[sqlanon_stage_000000000000]', 'patients_anon'

@@ -1,0 +1,1 @@
+SELECT table_catalog AS db, table_schema AS sch, table_name AS rel, table_type AS kind FROM information_schema.tables WHERE table_name LIKE '%sqlanon%' AND NOT table_schema IN ('information_schema', 'pg_catalog') AND table_schema NOT LIKE 'pg_temp%' AND NOT table_catalog IN ('temp', 'system') ORDER BY table_catalog, table_schema, table_name

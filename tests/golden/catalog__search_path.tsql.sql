@@ -1,0 +1,1 @@
+SELECT CURRENT_SCHEMAS((1 = 1)) AS schemas

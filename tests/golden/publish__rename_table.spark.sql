@@ -1,0 +1,1 @@
+ALTER TABLE `main`.`sqlanon_stage_000000000000` RENAME TO `patients_anon`
