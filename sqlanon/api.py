@@ -199,7 +199,7 @@ def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...
     if levels is None:
         return None
     text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
-    hs = build_hierarchies(None, pol)
+    hs = build_hierarchies(pol)
     return parse_levels(text, [h.column for h in hs], [h.height for h in hs])
 
 

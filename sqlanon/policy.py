@@ -255,6 +255,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     """Validate a policy mapping (as loaded from YAML)."""
     if not isinstance(data, dict):
         raise PolicyError("policy: expected a YAML mapping at the top level")
+    _check_text(data, "")
     _known("", data, ("source", "target", "population", "columns", "privacy", "search", "publish", "label"))
     if "source" not in data:
         raise _fail("source", "missing; name the relation to read")
@@ -338,16 +339,86 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+#: Refuse policy files larger than this before parsing them (a 50 MB policy took 89 s to parse).
+MAX_POLICY_BYTES = 10 * 1024 * 1024
+#: Refuse YAML whose aliases expand to more nodes than this ("billion laughs").
+MAX_YAML_NODES = 1_000_000
+#: Refuse YAML nested deeper than this (PyYAML recurses; 20,000 levels overflowed the stack).
+MAX_YAML_DEPTH = 200
+
+
+def _expanded_size(node: yaml.Node, what: str) -> int:
+    """Nodes the document would construct, aliases expanded (memoised per node, so a bomb is
+    counted in time linear in its text, not in its expansion)."""
+    memo: dict[int, int] = {}
+    # Iterative post-order walk: no recursion, whatever the depth.
+    stack: list[tuple[yaml.Node, int, bool]] = [(node, 0, False)]
+    while stack:
+        n, depth, done = stack.pop()
+        if id(n) in memo:
+            continue
+        if depth > MAX_YAML_DEPTH:
+            raise PolicyError(f"{what}: nested more than {MAX_YAML_DEPTH} levels deep")
+        children: list[yaml.Node] = []
+        if isinstance(n, yaml.SequenceNode):
+            children = list(n.value)
+        elif isinstance(n, yaml.MappingNode):
+            children = [x for kv in n.value for x in kv]
+        if done or not children:
+            memo[id(n)] = 1 + sum(memo[id(c)] for c in children)
+            if memo[id(n)] > MAX_YAML_NODES:
+                raise PolicyError(
+                    f"{what}: expands to more than {MAX_YAML_NODES:,} values (YAML aliases); refused"
+                )
+            continue
+        stack.append((n, depth, True))
+        stack.extend((c, depth + 1, False) for c in children if id(c) not in memo)
+    return memo[id(node)]
+
+
+def _check_text(value: Any, key: str) -> None:
+    """No NUL byte in any string of the policy: it cannot be stored in a SQL text literal (and
+    PostgreSQL refuses it), so a label with one would silently differ from what was written."""
+    stack: list[tuple[Any, str]] = [(value, key)]
+    while stack:
+        v, k = stack.pop()
+        if isinstance(v, str) and "\x00" in v:
+            raise PolicyError(f"policy key {k!r}: contains a NUL byte (\\x00)")
+        if isinstance(v, dict):
+            for kk, vv in v.items():
+                if isinstance(kk, str) and "\x00" in kk:
+                    raise PolicyError(f"policy key {k!r}: a key contains a NUL byte (\\x00)")
+                stack.append((vv, f"{k}.{kk}" if k else str(kk)))
+        elif isinstance(v, list):
+            stack.extend((x, f"{k}[{i}]") for i, x in enumerate(v))
+
+
 def load_policy(path: str | Path) -> Policy:
+    """Read, bound and validate a policy file: one line naming the file or key on any problem."""
     path = Path(path)
+    shown = f"policy file {str(path)!r}"
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_POLICY_BYTES:
+            raise PolicyError(
+                f"{shown}: {size:,} bytes, more than the {MAX_POLICY_BYTES:,} a policy may have"
+            )
+        raw = path.read_bytes()
     except OSError as e:
-        raise SqlanonError(f"policy file {str(path)!r}: {e.strerror or e}") from None
+        raise SqlanonError(f"{shown}: {e.strerror or e}") from None
     try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PolicyError(f"{shown}: not UTF-8 text (byte {e.start})") from None
+    try:
+        node = yaml.compose(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+        if node is not None:
+            _expanded_size(node, shown)
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
-        raise PolicyError(f"policy file {str(path)!r}: not valid YAML{where}") from None
+        raise PolicyError(f"{shown}: not valid YAML{where}") from None
+    except RecursionError:
+        raise PolicyError(f"{shown}: nested too deeply") from None
     return parse_policy(data, base_dir=path.resolve().parent)

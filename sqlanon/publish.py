@@ -262,7 +262,7 @@ def compile_release(
     check_hash_release(policy, kind)
     target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
     if levels_text is not None and be is None:
-        hierarchies = build_hierarchies(None, policy)
+        hierarchies = build_hierarchies(policy)
         names = [h.column for h in hierarchies]
         node = parse_levels(levels_text, names, [h.height for h in hierarchies])
         return release_sql(policy, hierarchies, node, dialect, target, kind)

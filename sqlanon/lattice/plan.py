@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sqlanon.engines import Backend
+from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import (
     EPS,
@@ -139,16 +139,24 @@ def _radix(cols: list[tuple[tuple[int, int], int]]) -> dict[tuple[int, int], int
     return weights
 
 
-def build_hierarchies(
-    be: Backend | None, policy: Policy, types: dict[str, bool] | None = None
-) -> list[Hierarchy]:
-    """One hierarchy per quasi-identifier; ``types`` maps column -> numeric (read from the engine)."""
+def build_hierarchies(policy: Policy, columns: dict[str, Column] | None = None) -> list[Hierarchy]:
+    """One hierarchy per quasi-identifier; ``columns`` (name -> Column, read from the engine) gives
+    the types: numeric for intervals and value comparison, temporal for dates. Without them
+    (``compile --levels`` with no database) intervals are numeric and anything else is text."""
     out = []
     for spec in policy.quasi:
-        numeric = (types or {}).get(spec.name)
-        if numeric is None:
-            numeric = _guess_numeric(spec.hierarchy)
-        out.append(build_hierarchy(spec.name, spec.hierarchy, numeric=numeric, base_dir=policy.base_dir))
+        col = (columns or {}).get(spec.name)
+        numeric = col.numeric if col is not None else _guess_numeric(spec.hierarchy)
+        out.append(
+            build_hierarchy(
+                spec.name,
+                spec.hierarchy,
+                numeric=numeric,
+                base_dir=policy.base_dir,
+                temporal=col.temporal if col is not None else None,
+                type_name=col.type if col is not None else None,
+            )
+        )
     return out
 
 
@@ -160,8 +168,7 @@ def _guess_numeric(spec: dict | None) -> bool:
 def prepare(be: Backend, policy: Policy) -> Plan:
     """Check the columns and hierarchies, and build the base frequency table (one source scan)."""
     cols = check_columns(be, policy)
-    types = {name: c.numeric for name, c in cols.items()}
-    hierarchies = build_hierarchies(be, policy, types)
+    hierarchies = build_hierarchies(policy, cols)
     qi_names = [h.column for h in hierarchies]
     s_names = [c.name for c in policy.sensitive]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]

@@ -106,7 +106,17 @@ def check_columns(be: Backend, policy: Policy, rel: Relation | None = None) -> d
             near = [c for c in cols if c.lower() == spec.name.lower()]
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise SqlanonError(f"columns.{spec.name}: no such column in {str(rel)!r}{hint}")
+        col = cols[spec.name]
+        if spec.role in ("quasi", "sensitive") and col.type.strip().lower() in UNGROUPABLE:
+            raise SqlanonError(
+                f"columns.{spec.name}: type {col.type} has no equality, so records cannot be grouped "
+                "by it; cast it to text in a view (e.g. CAST(x AS TEXT)) and name the view as the source"
+            )
     return cols
+
+
+#: PostgreSQL types without an equality operator: GROUP BY fails on them.
+UNGROUPABLE = frozenset({"json", "xml", "point", "line", "lseg", "box", "path", "polygon", "circle"})
 
 
 def _sort_key(policy: Policy, name: str, alias: Sql) -> Sql:

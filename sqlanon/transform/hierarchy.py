@@ -228,15 +228,48 @@ class DateHierarchy(Hierarchy):
 # ---------------------------------------------------------------------------------------------------
 
 
+#: Refuse hierarchy files larger than this, or with more rows (one SQL CASE branch per row).
+MAX_HIERARCHY_BYTES = 200 * 1024 * 1024
+MAX_HIERARCHY_ROWS = 1_000_000
+#: Most levels a mask may have: one per masked character; longer codes are not quasi-identifiers.
+MAX_MASK_LEVELS = 64
+
+
 def read_arx(path: Path, key: str) -> list[list[str]]:
+    """Rows of an ARX hierarchy file (``value;level1;...;*``), bounded and strictly UTF-8."""
+    shown = f"policy key {key!r}: {str(path)!r}"
     try:
+        size = path.stat().st_size
+        if size > MAX_HIERARCHY_BYTES:
+            raise PolicyError(f"{shown} is {size:,} bytes, more than {MAX_HIERARCHY_BYTES:,}")
         with path.open(newline="", encoding="utf-8-sig") as f:
-            rows = [[c.strip() for c in r] for r in csv.reader(f, delimiter=";") if r and any(r)]
+            rows = []
+            for r in csv.reader(f, delimiter=";"):
+                if r and any(r):
+                    rows.append([c.strip() for c in r])
+                    if len(rows) > MAX_HIERARCHY_ROWS:
+                        raise PolicyError(f"{shown} has more than {MAX_HIERARCHY_ROWS:,} rows")
     except OSError as e:
         raise PolicyError(f"policy key {key!r}: cannot read {str(path)!r}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise PolicyError(f"{shown} is not UTF-8 text (byte {e.start})") from None
+    except csv.Error as e:
+        raise PolicyError(f"{shown} is not a ';'-separated text file ({e})") from None
     if not rows:
         raise PolicyError(f"policy key {key!r}: {str(path)!r} is empty")
     return rows
+
+
+def _label(v: Any, key: str, what: str) -> str:
+    """A label as text: refuse null (it would be published as the text 'None') and NUL bytes."""
+    if v is None:
+        raise PolicyError(f"policy key {key!r}: {what} is null; a label must be text")
+    if isinstance(v, dict | list):
+        raise PolicyError(f"policy key {key!r}: {what} must be text, got a {type(v).__name__}")
+    text = str(v)
+    if "\x00" in text:
+        raise PolicyError(f"policy key {key!r}: {what} contains a NUL byte")
+    return text
 
 
 def _mapping_from_rows(
@@ -251,6 +284,15 @@ def _mapping_from_rows(
     table: dict[Any, list[str]] = {}
     for r in rows:
         value: Any = r[0]
+        if value is None:
+            raise PolicyError(
+                f"policy key {key!r}: a null value cannot be listed (NULL is generalised to '*' by the "
+                "coverage rule only if the column has no NULLs; map its rows explicitly instead)"
+            )
+        if isinstance(value, dict | list | bool):
+            raise PolicyError(f"policy key {key!r}: value {value!r} must be a single text or number")
+        if isinstance(value, str) and "\x00" in value:
+            raise PolicyError(f"policy key {key!r}: value {value!r} contains a NUL byte")
         if numeric:
             try:
                 value = float(value)
@@ -261,7 +303,7 @@ def _mapping_from_rows(
                 ) from None
         if value in table:
             raise PolicyError(f"policy key {key!r}: value {r[0]!r} is listed twice")
-        table[value] = [str(x) for x in r[1:]]
+        table[value] = [_label(x, key, f"the level-{i + 1} label of {r[0]!r}") for i, x in enumerate(r[1:])]
     # Each level must be a function of the level below (a tree), or generalising is not monotone.
     for lvl in range(1, width - 1):
         up: dict[str, str] = {}
@@ -275,8 +317,21 @@ def _mapping_from_rows(
     return MappingHierarchy(column=column, levels=width, numeric=numeric, table=table, source=source)
 
 
-def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: Path) -> Hierarchy:
-    """Build the hierarchy of one quasi-identifier from its policy mapping."""
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def build_hierarchy(
+    column: str,
+    spec: dict | None,
+    *,
+    numeric: bool,
+    base_dir: Path,
+    temporal: bool | None = None,
+    type_name: str | None = None,
+) -> Hierarchy:
+    """Build the hierarchy of one quasi-identifier from its policy mapping. ``temporal`` (known
+    when a database is at hand) refuses a date hierarchy on a column that holds no dates."""
     key = f"columns.{column}.hierarchy"
     if not spec:
         return TopOnlyHierarchy(column=column, levels=2, numeric=numeric)
@@ -313,8 +368,10 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
         if spec["mask"] != "right":
             raise PolicyError(f"policy key '{key}.mask': only 'right' is supported, got {spec['mask']!r}")
         n = spec.get("levels")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise PolicyError(f"policy key '{key}.levels': expected a whole number >= 1, got {n!r}")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > MAX_MASK_LEVELS:
+            raise PolicyError(
+                f"policy key '{key}.levels': expected a whole number from 1 to {MAX_MASK_LEVELS}, got {n!r}"
+            )
         return MaskHierarchy(column=column, levels=n + 1, numeric=numeric)
     if form == "interval":
         if not numeric:
@@ -330,11 +387,7 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
         labels = spec.get("labels")
         if "widths" in iv:
             widths = iv["widths"]
-            if (
-                not isinstance(widths, list)
-                or not widths
-                or not all(isinstance(w, int | float) and w > 0 for w in widths)
-            ):
+            if not isinstance(widths, list) or not widths or not all(_finite(w) and w > 0 for w in widths):
                 raise PolicyError(f"policy key '{key}.interval.widths': expected positive numbers")
             for a, b in zip(widths, widths[1:], strict=False):
                 if not math.isclose(b / a, round(b / a)) or b <= a:
@@ -343,6 +396,8 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
                         "levels must nest"
                     )
             start = iv.get("start", 0)
+            if not _finite(start):
+                raise PolicyError(f"policy key '{key}.interval.start': expected a number, got {start!r}")
             if labels:
                 raise PolicyError(f"policy key '{key}.labels': labels apply to cuts only")
             return IntervalHierarchy(
@@ -355,12 +410,21 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
         cuts = iv["cuts"]
         if not isinstance(cuts, list) or not cuts:
             raise PolicyError(f"policy key '{key}.interval.cuts': expected a list of cut lists")
-        if all(isinstance(c, int | float) for c in cuts):
+        if not any(isinstance(c, list) for c in cuts):
             cuts = [cuts]
         prev: set | None = None
         for i, level_cuts in enumerate(cuts):
-            if not isinstance(level_cuts, list) or not level_cuts or sorted(level_cuts) != level_cuts:
-                raise PolicyError(f"policy key '{key}.interval.cuts[{i}]': expected ascending numbers")
+            if (
+                not isinstance(level_cuts, list)
+                or not level_cuts
+                or not all(_finite(c) for c in level_cuts)
+                or sorted(level_cuts) != level_cuts
+                or len(set(level_cuts)) != len(level_cuts)
+            ):
+                raise PolicyError(
+                    f"policy key '{key}.interval.cuts[{i}]': expected distinct numbers in ascending order, "
+                    f"got {level_cuts!r}"
+                )
             if prev is not None and not set(level_cuts) <= prev:
                 raise PolicyError(
                     f"policy key '{key}.interval.cuts[{i}]': must be a subset of the level below; "
@@ -373,12 +437,21 @@ def build_hierarchy(column: str, spec: dict | None, *, numeric: bool, base_dir: 
             if not isinstance(labels, list) or len(labels) != len(cuts):
                 raise PolicyError(f"policy key '{key}.labels': expected one label list per cut level")
             for i, (lab, cut) in enumerate(zip(labels, cuts, strict=True)):
-                if len(lab) != len(cut) + 1:
+                if not isinstance(lab, list) or len(lab) != len(cut) + 1:
                     raise PolicyError(
                         f"policy key '{key}.labels[{i}]': {len(cut)} cuts need {len(cut) + 1} labels"
                     )
+            labels = [
+                [_label(x, f"{key}.labels[{i}]", f"label {j + 1}") for j, x in enumerate(lab)]
+                for i, lab in enumerate(labels)
+            ]
         return IntervalHierarchy(column=column, levels=len(cuts) + 2, numeric=True, cuts=cuts, labels=labels)
     units = spec["date"]
+    if temporal is False:
+        raise PolicyError(
+            f"policy key '{key}.date': column {column!r} is {type_name or 'not a date'}, not a date or "
+            "timestamp; use an interval or map hierarchy"
+        )
     if isinstance(units, str):
         units = [units]
     if not isinstance(units, list) or not units or any(u not in DATE_UNITS for u in units):
