@@ -441,3 +441,30 @@ def test_evaluate_with_a_population_at_a_generalised_node(patients: TestDB, tmp_
     )
     # Age bands of 3, 3, 2, 1 patients, twice as many in the doubled census: journalist = 1/2.
     assert abs(r["assess"]["risk"]["journalist"] - 1 / 2) < 1e-12
+
+
+def test_columns_named_like_internal_aliases(db: TestDB, tmp_path: Path) -> None:
+    """sqlanon's own aliases (``__sqlanon_cid``, ``q_0``, ``cnt``, ``cid``, ``sid_0``) never collide
+    with the source's columns: every figure equals a plain count."""
+    cols = ["__sqlanon_cid", "q_0", "cnt", "__sqlanon_sid_0", "cid"]
+    rows = [[i % 2, f"z{i % 3}", i % 2, "ab"[i % 2], i] for i in range(12)]
+    db.load("odd", cols, rows, ["INTEGER", "VARCHAR", "INTEGER", "VARCHAR", "INTEGER"])
+    pol = {
+        "source": "main.odd",
+        "target": "main.odd_out",
+        "columns": {
+            "cid": {"role": "identifier"},
+            "__sqlanon_cid": "quasi",
+            "q_0": "quasi",
+            "cnt": "insensitive",
+            "__sqlanon_sid_0": "sensitive",
+        },
+        "privacy": {"k": 2, "l": {"__sqlanon_sid_0": 1}},
+    }
+    path = write_policy(tmp_path, pol)
+    a = cli_json("assess", str(path), "--db", db.url)
+    assert a["classes"] == 6 and a["k"] == 2 and a["rows"] == 12
+    r = cli_json("anonymise", str(path), "--db", db.url, "--as", "table")
+    assert r["published"]["rows"] == 12
+    out = db.sql('SELECT "__sqlanon_cid", "q_0", "cnt", "__sqlanon_sid_0" FROM "main"."odd_out"')
+    assert sorted(map(tuple, out)) == sorted((x[0], x[1], x[2], x[3]) for x in rows)
