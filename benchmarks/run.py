@@ -311,7 +311,7 @@ class Profiler:
         ev[1] += 1
 
     def install(self) -> None:
-        import sqlanon.engine as eng
+        import sqlanon.engines.base as eng
         import sqlanon.publish as pub
 
         prof = self
@@ -428,8 +428,8 @@ def repeat(
 def worker_main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     # Imported here so that the baseline resident size is sqlanon's own.
-    from sqlanon.assess import assess
-    from sqlanon.engine import session
+    from sqlanon.engines import session
+    from sqlanon.measure.assessment import assess
     from sqlanon.policy import parse_policy
     from sqlanon.publish import anonymise
 

@@ -70,7 +70,7 @@ class ColumnSpec:
     name: str
     role: str
     action: str | None = None  # identifiers: drop | mask | hash
-    hierarchy: dict | None = None  # quasi-identifiers: see sqlanon.hierarchy
+    hierarchy: dict | None = None  # quasi-identifiers: see sqlanon.transform.hierarchy
     order: tuple | None = None  # sensitive: explicit value order for the ordered EMD
     weight: float = 1.0  # quasi-identifiers: NCP weight
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from sqlanon.engine import Backend, Column
+from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
 from sqlanon.policy import LRequirement, Policy, TRequirement
 from sqlanon.relation import Relation
