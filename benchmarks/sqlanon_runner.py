@@ -1,0 +1,333 @@
+"""Timing sqlanon in a worker process: the floor, assess, the optimal search at each
+suppression, publishing; per-template profile and peak memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    ADULT_DIR,
+    ASSESS_QIS,
+    FLOOR_SQL,
+    SEARCH_QIS,
+    SENSITIVE,
+    SUPPRESSIONS,
+    K,
+    _median,
+    rss_peak_mb,
+    ru_maxrss_mb,
+)
+
+# --------------------------------------------------------------------------------------------------
+# The sqlanon worker: one fresh process per (engine, size)
+# --------------------------------------------------------------------------------------------------
+
+
+def hierarchy(col: str) -> dict[str, str]:
+    return {"file": f"adult_hierarchy_{col}.csv"}
+
+
+def assess_policy() -> dict[str, Any]:
+    cols: dict[str, Any] = {c: {"role": "quasi"} for c in ASSESS_QIS}
+    cols[SENSITIVE] = {"role": "sensitive"}
+    return {
+        "source": "main.adult",
+        "columns": cols,
+        "privacy": {
+            "k": K,
+            "l": {SENSITIVE: {"kind": "distinct", "l": 2}},
+            "t": {SENSITIVE: {"measure": "emd-equal", "t": 0.5}},
+            "suppression": 0.05,
+            "risk": {"prosecutor": 0.2, "average": 0.05},
+        },
+    }
+
+
+def search_policy(suppression: float) -> dict[str, Any]:
+    return {
+        "source": "main.adult",
+        "target": "main.adult_anon",
+        "columns": {c: {"role": "quasi", "hierarchy": hierarchy(c)} for c in SEARCH_QIS},
+        "privacy": {"k": K, "suppression": suppression},
+        "search": {"algorithm": "flash", "metric": "precision"},
+    }
+
+
+class Profiler:
+    """Times sqlanon's SQL statements (by template) and the phases of ``anonymise``, by wrapping
+    ``Backend`` methods and module functions in this process only (no source file is changed).
+
+    Phases: ``prepare`` (base frequency table, coverage check, coded table), ``run_search`` (lattice
+    evaluation), ``choose`` (scoring the candidates), ``_publish`` (create the view, ``verify`` it by
+    measuring it again, swap). Statements are recorded under the innermost phase."""
+
+    PHASES = ("prepare", "run_search", "choose", "_publish", "verify")
+
+    def __init__(self) -> None:
+        self.stack: list[str] = ["-"]
+        self.depth = 0
+        self.events: dict[tuple[str, str], list[float]] = {}
+        self.phases: dict[str, float] = {}
+        self.installed: list[str] = []
+
+    def reset(self, top: str) -> None:
+        self.stack = [top]
+        self.depth = 0
+        self.events = {}
+        self.phases = {}
+
+    def _add(self, label: str, seconds: float) -> None:
+        ev = self.events.setdefault((self.stack[-1], label), [0.0, 0])
+        ev[0] += seconds
+        ev[1] += 1
+
+    def install(self) -> None:
+        import sqlanon.engines.base as eng
+        import sqlanon.publish as pub
+
+        prof = self
+
+        def wrap_backend(method: str, prefix: str, by: Callable[[tuple, dict], str]) -> None:
+            orig = getattr(eng.Backend, method, None)
+            if orig is None:
+                return
+
+            def wrapper(self_: Any, *args: Any, **kwargs: Any) -> Any:
+                outer = prof.depth == 0
+                prof.depth += 1
+                t0 = time.perf_counter()
+                try:
+                    return orig(self_, *args, **kwargs)
+                finally:
+                    prof.depth -= 1
+                    if outer:
+                        prof._add(f"{prefix}:{by(args, kwargs)}", time.perf_counter() - t0)
+
+            setattr(eng.Backend, method, wrapper)
+            prof.installed.append(f"Backend.{method}")
+
+        wrap_backend("query", "query", lambda a, k: str(a[0]) if a else "?")
+        wrap_backend("execute", "exec", lambda a, k: str(a[0]) if a else "?")
+        wrap_backend("create_temp", "temp", lambda a, k: str(a[1]) if len(a) > 1 else str(k.get("template")))
+
+        orig_to_sql = getattr(eng, "to_sql", None)
+        if orig_to_sql is not None:
+
+            def to_sql(name: str, /, *args: Any, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return orig_to_sql(name, *args, **kwargs)
+                finally:
+                    prof._add(f"compile:{name}", time.perf_counter() - t0)
+
+            eng.to_sql = to_sql
+            prof.installed.append("engine.to_sql")
+
+        for name in self.PHASES:
+            orig = getattr(pub, name, None)
+            if orig is None:
+                continue
+            setattr(pub, name, self._phase(name, orig))
+            prof.installed.append(f"publish.{name}")
+
+    def _phase(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self.stack.append(name)
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - t0
+                self.stack.pop()
+
+        return wrapper
+
+
+def summarise_profile(events_per_rep: list[dict[tuple[str, str], list[float]]]) -> dict[str, Any]:
+    """Mean seconds and counts per (phase, statement) over the repetitions, largest first."""
+    reps = len(events_per_rep)
+    acc: dict[tuple[str, str], list[float]] = {}
+    for ev in events_per_rep:
+        for key, (sec, cnt) in ev.items():
+            a = acc.setdefault(key, [0.0, 0.0])
+            a[0] += sec
+            a[1] += cnt
+    rows = sorted(acc.items(), key=lambda kv: -kv[1][0])
+    return {
+        f"{phase} | {label}": {"seconds": round(sec / reps, 4), "calls": round(cnt / reps, 1)}
+        for (phase, label), (sec, cnt) in rows
+    }
+
+
+def repeat(
+    prof: Profiler, top: str, fn: Callable[[], dict[str, Any]], reps: int, budget: float
+) -> dict[str, Any]:
+    """Run ``fn`` up to ``reps`` times; stop early when another repetition would exceed ``budget``
+    seconds of this measurement. Returns the median wall time, per-phase medians and the profile."""
+    runs: list[dict[str, Any]] = []
+    events = []
+    start = time.perf_counter()
+    info: dict[str, Any] = {}
+    while len(runs) < reps:
+        prof.reset(top)
+        t0 = time.perf_counter()
+        info = fn()
+        wall = time.perf_counter() - t0
+        runs.append({"seconds": wall, "phases": dict(prof.phases)})
+        events.append(prof.events)
+        spent = time.perf_counter() - start
+        if spent + statistics.median(r["seconds"] for r in runs) > budget:
+            break
+    phases = {p: _median([r["phases"].get(p, 0.0) for r in runs]) for p in prof.PHASES}
+    search = [sum(r["phases"].get(p, 0.0) for p in ("prepare", "run_search", "choose")) for r in runs]
+    out = {
+        "seconds": _median([r["seconds"] for r in runs]),
+        "times": [round(r["seconds"], 4) for r in runs],
+        "reps": len(runs),
+        "rss_peak_mb_after": round(rss_peak_mb(), 1),
+        **info,
+    }
+    if any(r["phases"] for r in runs):
+        out["phases"] = {p: round(v, 4) for p, v in phases.items() if v}
+        out["search_seconds"] = _median(search)
+        out["search_times"] = [round(s, 4) for s in search]
+        out["publish_seconds"] = phases.get("_publish")
+    out["profile"] = summarise_profile(events)
+    return out
+
+
+def worker_main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    # Imported here so that the baseline resident size is sqlanon's own.
+    from sqlanon.engines import session
+    from sqlanon.measure.assessment import assess
+    from sqlanon.policy import parse_policy
+    from sqlanon.publish import anonymise
+
+    prof = Profiler()
+    prof.install()
+    reps, budget = int(spec["reps"]), float(spec["rep_budget"])
+    engine, url = spec["engine"], spec["url"]
+    res: dict[str, Any] = {
+        "engine": engine,
+        "rows": spec["rows"],
+        "pid": os.getpid(),
+        "loadavg_start": list(os.getloadavg()),
+        "rss_peak_mb_start": round(rss_peak_mb(), 1),
+        "profiler_hooks": prof.installed,
+    }
+
+    def save_partial() -> None:
+        # After each measurement, so that a worker stopped by --worker-timeout leaves what it measured.
+        res["rss_peak_mb"] = round(rss_peak_mb(), 1)
+        res["ru_maxrss_mb"] = round(ru_maxrss_mb(), 1)
+        Path(spec["out"]).write_text(json.dumps({**res, "status": "partial"}, indent=2, default=str))
+
+    # (a) the floor: one scan grouped by the nine QIs, on a plain driver connection, after one
+    # untimed run that warms the caches (every measurement below runs on warm caches too).
+    if engine == "duckdb":
+        import duckdb
+
+        # The same DuckDB settings as sqlanon's URL (a memory_limit, when given, bounds the floor too).
+        config = {"memory_limit": spec["memory_limit"]} if spec.get("memory_limit") else {}
+        con = duckdb.connect(spec["path"], config=config)
+        res["duckdb_settings"] = dict(
+            zip(
+                ("threads", "memory_limit"),
+                con.execute("SELECT current_setting('threads'), current_setting('memory_limit')").fetchone(),
+                strict=True,
+            )
+        )
+        close = con.close
+        run_floor: Callable[[], Any] = lambda: con.execute(FLOOR_SQL).fetchall()  # noqa: E731
+    else:
+        import psycopg
+
+        con = psycopg.connect(spec["conninfo"], autocommit=True)
+        close = con.close
+        run_floor = lambda: con.execute(FLOOR_SQL).fetchall()  # noqa: E731
+    floor_rows = run_floor()
+    times = []
+    for _ in range(max(reps, 1)):
+        t0 = time.perf_counter()
+        floor_rows = run_floor()
+        times.append(time.perf_counter() - t0)
+    close()
+    res["floor"] = {
+        "seconds": _median(times),
+        "times": [round(t, 4) for t in times],
+        "reps": len(times),
+        "classes": int(floor_rows[0][0]),
+        "rows": int(floor_rows[0][1]),
+        "rss_peak_mb_after": round(rss_peak_mb(), 1),
+    }
+    save_partial()
+
+    # (b) assess with k, l, t and risks: eight QIs, occupation sensitive.
+    pol_a = parse_policy(assess_policy(), base_dir=ADULT_DIR)
+
+    def do_assess() -> dict[str, Any]:
+        with session(url) as be:
+            a = assess(be, pol_a)
+        return {
+            "k": a["k"],
+            "classes": a["classes"],
+            "l_distinct": a["l_diversity"][SENSITIVE]["distinct"],
+            "t_emd_equal": a["t_closeness"][SENSITIVE]["emd_equal"],
+            "satisfied": a["satisfied"],
+        }
+
+    res["assess"] = repeat(prof, "assess", do_assess, reps, budget)
+    save_partial()
+
+    # (c) + (d): the complete optimal search and the publishing of the view, as one anonymise call
+    # whose phases are timed separately (see Profiler).
+    for supp in spec.get("suppressions", SUPPRESSIONS):
+        pol_s = parse_policy(search_policy(supp), base_dir=ADULT_DIR)
+
+        def do_anonymise(pol: Any = pol_s) -> dict[str, Any]:
+            with session(url) as be:
+                out = anonymise(be, pol, replace=True)
+            return {
+                "node": out["node"],
+                "optimum": out.get("optimum"),
+                "suppressed_records": out.get("suppressed_records"),
+                "nodes_total": out.get("nodes_total"),
+                "nodes_checked": out.get("nodes_checked"),
+                "queries": out.get("queries"),
+                "minimal_nodes": len(out.get("minimal_nodes") or []),
+                "published_rows": (out.get("published") or {}).get("rows"),
+            }
+
+        res[f"anonymise_supp{round(supp * 100)}"] = repeat(prof, "anonymise", do_anonymise, reps, budget)
+        save_partial()
+
+    res["rss_peak_mb"] = round(rss_peak_mb(), 1)
+    res["ru_maxrss_mb"] = round(ru_maxrss_mb(), 1)
+    res["loadavg_end"] = list(os.getloadavg())
+
+    # Untimed, after the timed runs: the peak of Python's own heap (tracemalloc sees Python objects
+    # only, not the memory DuckDB's engine allocates inside this process), to show that no rows are
+    # materialised in Python.
+    if spec.get("heap", True):
+        import tracemalloc
+
+        heap: dict[str, float] = {}
+        tracemalloc.start()
+        do_assess()
+        heap["assess"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+        tracemalloc.reset_peak()
+        pol0 = parse_policy(search_policy(0.0), base_dir=ADULT_DIR)
+        with session(url) as be:
+            anonymise(be, pol0, replace=True)
+        heap["anonymise_supp0"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+        tracemalloc.stop()
+        res["python_heap_peak_mb"] = heap
+    res["status"] = "ok"
+    Path(spec["out"]).write_text(json.dumps(res, indent=2, default=str))
