@@ -145,18 +145,17 @@ class AnonymiseResult(SearchResult):
 
     @classmethod
     def of(cls, d: dict[str, Any]) -> AnonymiseResult:
+        search = SearchResult.of(d)
         pub = AssessResult.of(d["published"]) if d.get("published") else None
+        fields = {f: getattr(search, f) for f in ("node", "minimal_nodes", "nodes_total", "nodes_checked")}
         return cls(
             d,
-            d["node"],
-            d["minimal_nodes"],
-            d["nodes_total"],
-            d["nodes_checked"],
-            d["algorithm"],
-            d["optimum"],
-            d.get("target"),
-            d.get("sql"),
-            pub,
+            **fields,
+            algorithm=search.algorithm,
+            optimum=search.optimum,
+            target=d.get("target"),
+            sql=d.get("sql"),
+            published=pub,
         )
 
 

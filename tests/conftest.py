@@ -269,6 +269,15 @@ class TestDB:
             cur = con.execute(text)
             return cur.fetchall() if cur.description else []
 
+    def snapshot(self) -> dict[tuple[str, str], list[str]]:
+        """Every persistent relation and the sorted rows of each: what a failed run must not change."""
+        return {
+            (schema, name): sorted(
+                repr(r) for r in self.sql(f"SELECT * FROM {qident(schema)}.{qident(name)}")
+            )
+            for schema, name in sorted(self.relations())
+        }
+
     def relations(self) -> set[tuple[str, str]]:
         """Every persistent table and view (schema, name), to prove a command wrote nothing."""
         rows = self.sql(
@@ -366,3 +375,24 @@ TEST_HASH_KEY = "sqlanon-tests-0123456789abcdef"
 def _hash_key(monkeypatch: pytest.MonkeyPatch) -> None:
     """A known key for ``action: hash`` (tests of the missing key delete it)."""
     monkeypatch.setenv("SQLANON_HASH_KEY", TEST_HASH_KEY)
+
+
+def with_patients(db: TestDB) -> TestDB:
+    """Load the seed-001 patients as ``main.patients``."""
+    cols, rows = patients_rows()
+    db.load("patients", cols, rows, PATIENT_TYPES)
+    return db
+
+
+@pytest.fixture
+def pg_patients(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
+    """The patients on PostgreSQL only (privileges, passwords, types DuckDB lacks)."""
+    for db in _make_db("postgres", request, tmp_path):
+        yield with_patients(db)
+
+
+@pytest.fixture
+def duck_patients(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
+    """The patients on DuckDB only (the demo; policy checks that do not depend on the engine)."""
+    for db in _make_db("duckdb", request, tmp_path):
+        yield with_patients(db)

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sqlanon import policy as policy_mod
-from tests.conftest import PATIENT_TYPES, TestDB, _make_db, patients_rows, qident
+from tests.conftest import PATIENT_TYPES, TestDB, _make_db, patients_rows, with_patients
 from tests.helpers import cli, write_policy
 
 
@@ -25,33 +24,13 @@ def _pol(**columns: object) -> dict:
     return {"source": "main.patients", "target": "main.patients_out", "columns": cols, "privacy": {"k": 2}}
 
 
-def _with_patients(db: TestDB) -> TestDB:
-    cols, rows = patients_rows()
-    db.load("patients", cols, rows, PATIENT_TYPES)
-    return db
-
-
 @pytest.fixture
 def patients(db: TestDB) -> TestDB:
-    return _with_patients(db)
-
-
-@pytest.fixture
-def duck(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
-    """Policy parsing does not depend on the engine: one run on DuckDB is enough."""
-    for db in _make_db("duckdb", request, tmp_path):
-        yield _with_patients(db)
-
-
-def _bytes(db: TestDB) -> dict:
-    return {
-        (s, n): sorted(repr(r) for r in db.sql(f"SELECT * FROM {qident(s)}.{qident(n)}"))
-        for s, n in db.relations()
-    }
+    return with_patients(db)
 
 
 def _fails(db: TestDB, path: Path, *needles: str, command: str = "anonymise", limit_s: float = 20) -> None:
-    before = _bytes(db)
+    before = db.snapshot()
     t0 = time.monotonic()
     code, out, err = cli(command, str(path), "--db", db.url)
     assert time.monotonic() - t0 < limit_s, "took too long (a hang)"
@@ -60,41 +39,43 @@ def _fails(db: TestDB, path: Path, *needles: str, command: str = "anonymise", li
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     for n in needles:
         assert n in lines[0], (n, lines[0])
-    assert _bytes(db) == before
+    assert db.snapshot() == before
 
 
-def test_binary_hierarchy_file(duck: TestDB, tmp_path: Path) -> None:
+def test_binary_hierarchy_file(duck_patients: TestDB, tmp_path: Path) -> None:
     (tmp_path / "h.csv").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01binary")
     path = write_policy(tmp_path, _pol(Postcode={"role": "quasi", "hierarchy": {"file": "h.csv"}}))
-    _fails(duck, path, "columns.Postcode.hierarchy.file", "h.csv")
+    _fails(duck_patients, path, "columns.Postcode.hierarchy.file", "h.csv")
 
 
-def test_policy_that_is_not_utf8(duck: TestDB, tmp_path: Path) -> None:
+def test_policy_that_is_not_utf8(duck_patients: TestDB, tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes("source: main.patients\ncolumns:\n  Age: {role: quasi}\n# café\n".encode("latin-1"))
-    _fails(duck, path, "not UTF-8", "latin1.yaml")
+    _fails(duck_patients, path, "not UTF-8", "latin1.yaml")
 
 
 @pytest.mark.parametrize(
     "cuts", [[30, "abc"], [[30, 41], ["x"]], [30, None], [41, 30], [30, 30], [float("nan")], [True, 3]]
 )
-def test_interval_cuts_that_are_not_ascending_numbers(duck: TestDB, tmp_path: Path, cuts: list) -> None:
+def test_interval_cuts_that_are_not_ascending_numbers(
+    duck_patients: TestDB, tmp_path: Path, cuts: list
+) -> None:
     path = write_policy(tmp_path, _pol(Age={"role": "quasi", "hierarchy": {"interval": {"cuts": cuts}}}))
-    _fails(duck, path, "columns.Age.hierarchy.interval.cuts")
+    _fails(duck_patients, path, "columns.Age.hierarchy.interval.cuts")
 
 
-def test_yaml_nested_deeply(duck: TestDB, tmp_path: Path) -> None:
+def test_yaml_nested_deeply(duck_patients: TestDB, tmp_path: Path) -> None:
     path = tmp_path / "deep.yaml"
     path.write_text("source: main.patients\nx: " + "[" * 20000 + "]" * 20000 + "\n", encoding="utf-8")
-    _fails(duck, path, "deep.yaml")
+    _fails(duck_patients, path, "deep.yaml")
 
 
-def test_mask_with_absurd_levels_is_refused_at_once(duck: TestDB, tmp_path: Path) -> None:
+def test_mask_with_absurd_levels_is_refused_at_once(duck_patients: TestDB, tmp_path: Path) -> None:
     pol = _pol(Postcode={"role": "quasi", "hierarchy": {"mask": "right", "levels": 1_000_000_000}})
-    _fails(duck, write_policy(tmp_path, pol), "columns.Postcode.hierarchy.levels", "64", limit_s=5)
+    _fails(duck_patients, write_policy(tmp_path, pol), "columns.Postcode.hierarchy.levels", "64", limit_s=5)
 
 
-def test_yaml_alias_bomb(duck: TestDB, tmp_path: Path) -> None:
+def test_yaml_alias_bomb(duck_patients: TestDB, tmp_path: Path) -> None:
     lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
     for i in range(1, 10):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
@@ -107,16 +88,16 @@ def test_yaml_alias_bomb(duck: TestDB, tmp_path: Path) -> None:
     )
     path = tmp_path / "bomb.yaml"
     path.write_text(text, encoding="utf-8")
-    _fails(duck, path, "bomb.yaml", "aliases", limit_s=10)
+    _fails(duck_patients, path, "bomb.yaml", "aliases", limit_s=10)
 
 
 def test_oversized_policy_is_refused_before_parsing(
-    duck: TestDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    duck_patients: TestDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(policy_mod, "MAX_POLICY_BYTES", 10_000)
     path = tmp_path / "big.yaml"
     path.write_text("source: main.patients\n" + "# padding\n" * 2000, encoding="utf-8")
-    _fails(duck, path, "big.yaml", "bytes")
+    _fails(duck_patients, path, "big.yaml", "bytes")
 
 
 def test_date_hierarchy_on_an_integer_column(patients: TestDB, tmp_path: Path) -> None:
@@ -124,28 +105,28 @@ def test_date_hierarchy_on_an_integer_column(patients: TestDB, tmp_path: Path) -
     _fails(patients, write_policy(tmp_path, pol), "columns.Age.hierarchy.date", "not a date")
 
 
-def test_null_interval_label(duck: TestDB, tmp_path: Path) -> None:
+def test_null_interval_label(duck_patients: TestDB, tmp_path: Path) -> None:
     spec = {"interval": {"cuts": [30, 41]}, "labels": [["young", None, "old"]]}
-    _fails(duck, write_policy(tmp_path, _pol(Age={"role": "quasi", "hierarchy": spec})), "null")
+    _fails(duck_patients, write_policy(tmp_path, _pol(Age={"role": "quasi", "hierarchy": spec})), "null")
 
 
-def test_null_key_in_a_map(duck: TestDB, tmp_path: Path) -> None:
+def test_null_key_in_a_map(duck_patients: TestDB, tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(
         "source: main.patients\ntarget: main.out\ncolumns:\n"
         "  Postcode: {role: quasi, hierarchy: {map: {~: [x], '47678': [y]}}}\n  Age: {role: quasi}\n",
         encoding="utf-8",
     )
-    _fails(duck, path, "columns.Postcode.hierarchy.map", "null")
+    _fails(duck_patients, path, "columns.Postcode.hierarchy.map", "null")
 
 
-def test_null_label_in_a_map(duck: TestDB, tmp_path: Path) -> None:
+def test_null_label_in_a_map(duck_patients: TestDB, tmp_path: Path) -> None:
     spec = {"map": {"47678": [None]}}
-    _fails(duck, write_policy(tmp_path, _pol(Postcode={"role": "quasi", "hierarchy": spec})), "null")
+    _fails(duck_patients, write_policy(tmp_path, _pol(Postcode={"role": "quasi", "hierarchy": spec})), "null")
 
 
 @pytest.mark.parametrize("where", ["map label", "interval label", "source"])
-def test_nul_bytes(duck: TestDB, tmp_path: Path, where: str) -> None:
+def test_nul_bytes(duck_patients: TestDB, tmp_path: Path, where: str) -> None:
     pol = _pol()
     if where == "map label":
         pol["columns"]["Postcode"]["hierarchy"] = {"map": {"47678": ["a\x00b"]}}
@@ -153,7 +134,7 @@ def test_nul_bytes(duck: TestDB, tmp_path: Path, where: str) -> None:
         pol["columns"]["Age"]["hierarchy"] = {"interval": {"cuts": [30]}, "labels": [["a\x00", "b"]]}
     else:
         pol["source"] = "main.pat\x00ients"
-    _fails(duck, write_policy(tmp_path, pol), "NUL")
+    _fails(duck_patients, write_policy(tmp_path, pol), "NUL")
 
 
 def test_json_quasi_identifier_on_postgres(request: pytest.FixtureRequest, tmp_path: Path) -> None:

@@ -19,12 +19,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PATIENT_TYPES, ROOT, TestDB, _make_db, patients_rows, qident
+from tests.conftest import PATIENT_TYPES, ROOT, TestDB, patients_rows, with_patients
 from tests.helpers import cli, cli_json, write_policy
 
 
@@ -44,38 +43,13 @@ def _policy(source: str = "main.patients", target: str = "main.patients_out", **
     return pol
 
 
-def _with_patients(db: TestDB) -> TestDB:
-    cols, rows = patients_rows()
-    db.load("patients", cols, rows, PATIENT_TYPES)
-    return db
-
-
 @pytest.fixture
 def patients(db: TestDB) -> TestDB:
-    return _with_patients(db)
-
-
-@pytest.fixture
-def pg_patients(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
-    """PostgreSQL only: privileges and passwords do not exist on DuckDB."""
-    for db in _make_db("postgres", request, tmp_path):
-        yield _with_patients(db)
-
-
-@pytest.fixture
-def duck_patients(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
-    """DuckDB only: the demo runs on it."""
-    for db in _make_db("duckdb", request, tmp_path):
-        yield _with_patients(db)
+    return with_patients(db)
 
 
 def snapshot(db: TestDB) -> dict:
-    """Every persistent relation and the sorted rows of each: the bytes a run must not change."""
-    out = {}
-    for schema, name in sorted(db.relations()):
-        rows = db.sql(f"SELECT * FROM {qident(schema)}.{qident(name)}")
-        out[(schema, name)] = sorted(repr(r) for r in rows)
-    return out
+    return db.snapshot()
 
 
 def _refused(db: TestDB, tmp_path: Path, policy: dict, *args: str, needles: tuple[str, ...] = ()) -> str:
