@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from sqlanon.lattice import Plan
 from sqlanon.metrics.info import NODE_METRICS, ZERO, _spec, precision
 from sqlanon.metrics.scoring import _value, tables, undefined_reason
 
@@ -40,7 +40,7 @@ def _rank(metric: str, v: float) -> float:
     return -v if _spec(metric)[2] else v
 
 
-def max_classes(plan: Any, node: tuple) -> int:
+def max_classes(plan: Plan, node: tuple) -> int:
     """An upper bound on the node's number of classes C: a class is one combination of the labels
     present at the node's levels, so C <= prod_j card(j, L_j) (card counts the labels present in
     the source; the top level '*' is one label), and C <= N (a class holds a record)."""
@@ -52,7 +52,7 @@ def max_classes(plan: Any, node: tuple) -> int:
     return c
 
 
-def rank_lower_bound(plan: Any, node: tuple, metric: str) -> float | None:
+def rank_lower_bound(plan: Plan, node: tuple, metric: str) -> float | None:
     """A lower bound on ``score(plan, [node], metric)``'s rank (lower is better) for any number s
     of suppressed records, 0 <= s <= min(plan.allowed, N); None when the metric has none.
 

@@ -6,16 +6,18 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import Evaluator, node_map, parse_levels, prepare, run_search
+from sqlanon.lattice import Evaluator, Plan, Progress, node_map, parse_levels, prepare, run_search
 from sqlanon.measure.assessment import assess
 from sqlanon.metrics.info import METRIC_INFO, _spec, monotone
 from sqlanon.metrics.optimum import choose
 from sqlanon.metrics.scoring import compute
+from sqlanon.policy import Policy
 from sqlanon.sql.compile import ident
 
 
-def metric_info(plan: Any) -> dict[str, dict[str, Any]]:
+def metric_info(plan: Plan) -> dict[str, dict[str, Any]]:
     """Per metric: better direction, monotone for this policy, range, formula."""
     return {
         name: {
@@ -28,7 +30,7 @@ def metric_info(plan: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-def evaluate_node(be: Any, policy: Any, levels: str) -> dict[str, Any]:
+def evaluate_node(be: Backend, policy: Policy, levels: str) -> dict[str, Any]:
     """Every metric of one node (``QI=L,...``, unlisted quasi-identifiers at level 0), the node's
     suppression, and ``assess`` of the source generalised to the node before suppression."""
     plan = prepare(be, policy)
@@ -75,12 +77,12 @@ def parse_ks(text: str) -> list[int]:
 
 
 def profile(
-    be: Any,
-    policy: Any,
+    be: Backend,
+    policy: Policy,
     ks: Sequence[int],
     metric: str | None = None,
     algorithm: str | None = None,
-    progress: Any = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """For each k: the policy with that k, searched, its optimum by ``metric`` and all its metrics."""
     metric = metric or policy.search.metric

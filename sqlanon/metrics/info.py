@@ -4,9 +4,9 @@ The formulas and their sources are listed in the package docstring."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlanon.errors import SqlanonError
+from sqlanon.lattice import Plan, SearchResult
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ BATCH = 64
 ZERO = 1e-12
 
 
-def monotone(plan: Any, metric: str) -> bool:
+def monotone(plan: Plan, metric: str) -> bool:
     m = _spec(metric)
     return m[0] if plan.allowed == 0 else m[1]
 
@@ -93,7 +93,7 @@ def _spec(metric: str) -> tuple[bool, bool, bool]:
         raise SqlanonError(f"--metric: unknown metric {metric!r}; use one of {', '.join(METRICS)}") from None
 
 
-def candidates_for(plan: Any, result: Any, metric: str) -> list:
+def candidates_for(plan: Plan, result: SearchResult, metric: str) -> list:
     """Minimal nodes for a monotone metric, every satisfying node otherwise."""
     _spec(metric)
     if monotone(plan, metric) or result.algorithm == "datafly":
@@ -101,7 +101,7 @@ def candidates_for(plan: Any, result: Any, metric: str) -> list:
     return sorted(result.satisfying)
 
 
-def precision(plan: Any, node: tuple, suppressed: int) -> float:
+def precision(plan: Plan, node: tuple, suppressed: int) -> float:
     """Prec (seed 002 eq. 3) of a full-domain node: every kept cell of X_j is at level L_j, every
     suppressed cell counts as fully generalised (h_ij = h_j)."""
     heights = plan.heights

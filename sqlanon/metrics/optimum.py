@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import Node, Plan
+from sqlanon.lattice import Node, Plan, SearchResult
 from sqlanon.measure.release import release_check
 from sqlanon.metrics.bounds import BOUND_EPS, CHOOSE_CHUNK, rank_lower_bound
 from sqlanon.metrics.info import candidates_for
@@ -17,7 +17,7 @@ from sqlanon.sql.compile import Sql, ident
 from sqlanon.transform.release import release_context
 
 
-def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, Any]]:
+def choose(plan: Plan, result: SearchResult, metric: str) -> tuple[Node, dict[str, Any]]:
     """The optimum by ``metric`` (:func:`choose_among`); with a table-wide risk bound (average,
     marketer, journalist), the best-ranked satisfying node whose release also meets it.
 
@@ -49,7 +49,7 @@ def choose(plan: Plan, result: Any, metric: str) -> tuple[Node, dict[str, Any]]:
 
 
 def choose_among(
-    plan: Plan, result: Any, metric: str, exclude: set[Node] | None = None
+    plan: Plan, result: SearchResult, metric: str, exclude: set[Node] | None = None
 ) -> tuple[Node, dict[str, Any]]:
     """The optimum by ``metric`` among the candidates the metric allows (see sqlanon.metrics).
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import Evaluator
+from sqlanon.lattice import Evaluator, NodeResult, Plan
 from sqlanon.measure.assessment import FrequencyTables, _l_rank, _sort_key, requirement_checks
 from sqlanon.metrics.info import (
     BATCH,
@@ -23,6 +23,7 @@ from sqlanon.metrics.info import (
     _spec,
     precision,
 )
+from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 
 
@@ -30,7 +31,7 @@ from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 class MetricTables:
     """The metrics' coded table of one plan and its whole-table figures (see the module docstring)."""
 
-    coded: Any  # Relation
+    coded: Relation
     n: int
     qi_numeric: list[bool]
     s_names: list[str]
@@ -53,7 +54,7 @@ def _pmi(a: int) -> str:
     return f"pmi{a}"
 
 
-def tables(plan: Any) -> MetricTables:
+def tables(plan: Plan) -> MetricTables:
     """Build (once per plan) the metrics' coded table and read its whole-table sums."""
     cached = getattr(plan, "_sqlanon_metric_tables", None)
     if cached is not None:
@@ -208,7 +209,7 @@ def tables(plan: Any) -> MetricTables:
 # --------------------------------------------------------------------------------------------------
 
 
-def undefined_reason(plan: Any, metric: str) -> str | None:
+def undefined_reason(plan: Plan, metric: str) -> str | None:
     """Why ``metric`` has no value for this policy (None when it has one)."""
     pol = plan.policy
     if metric == "cm" and pol.label_column is None:
@@ -219,7 +220,7 @@ def undefined_reason(plan: Any, metric: str) -> str | None:
 
 
 def compute(
-    plan: Any,
+    plan: Plan,
     nodes: Sequence[tuple],
     metrics: Iterable[str] | None = None,
     known: dict | None = None,
@@ -268,7 +269,9 @@ def compute(
     return out
 
 
-def _value(plan: Any, mt: MetricTables | None, m: str, node: tuple, res: Any, q: dict[str, Any]) -> float:
+def _value(
+    plan: Plan, mt: MetricTables | None, m: str, node: tuple, res: NodeResult | None, q: dict[str, Any]
+) -> float:
     heights = plan.heights
     r = len(heights)
     if m in ("height", "absdist"):
@@ -328,7 +331,7 @@ def _value(plan: Any, mt: MetricTables | None, m: str, node: tuple, res: Any, q:
     raise SqlanonError(f"internal: no formula for metric {m!r}")  # pragma: no cover
 
 
-def _attrs(plan: Any, mt: MetricTables) -> list[dict[str, Any]]:
+def _attrs(plan: Plan, mt: MetricTables) -> list[dict[str, Any]]:
     """The sensitive attributes the policy's l and t requirements read (class statistics)."""
     pol = plan.policy
     ordered = {r.attribute for r in pol.privacy.t if r.measure == "emd-ordered"}
@@ -341,7 +344,7 @@ def _attrs(plan: Any, mt: MetricTables) -> list[dict[str, Any]]:
 
 
 def _node_query(
-    plan: Any,
+    plan: Plan,
     mt: MetricTables,
     nodes: list[tuple],
     kinds: list[str],
@@ -452,7 +455,7 @@ def _node_query(
     return out
 
 
-def score(plan: Any, nodes: list, metric: str, known: dict | None = None) -> list[tuple[tuple, float]]:
+def score(plan: Plan, nodes: list, metric: str, known: dict | None = None) -> list[tuple[tuple, float]]:
     """(node, rank) pairs, rank oriented so that lower is better; :func:`value` turns it back."""
     _, _, higher_better = _spec(metric)
     why = undefined_reason(plan, metric)
