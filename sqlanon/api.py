@@ -24,8 +24,9 @@ from sqlanon.engines import Backend
 from sqlanon.engines import connect as _connect
 from sqlanon.engines.catalog import identify
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import build_hierarchies, parse_levels
+from sqlanon.lattice import build_hierarchies, check_coverage, parse_levels
 from sqlanon.measure.assessment import assess as _assess
+from sqlanon.measure.assessment import check_columns
 from sqlanon.metrics import evaluate_node, parse_ks
 from sqlanon.metrics import profile as _profile
 from sqlanon.policy import Policy, parse_policy
@@ -188,10 +189,15 @@ class ProfileResult(_Result):
 
 
 def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
-    """Measure the policy's source as it is (k, l, t, information, risks); writes nothing."""
+    """Measure the policy's source as it is (k, l, t, information, risks); writes nothing.
+
+    Every hierarchy the policy names is built and checked first (files readable, types right,
+    every value present covered), so a mistake surfaces here rather than at ``anonymise``.
+    """
     pol = load_policy(policy)
     with _session(db) as be:
-        return AssessResult.of(_assess(be, pol))
+        hierarchies = build_hierarchies(pol, check_columns(be, pol))
+        return AssessResult.of(_assess(be, pol, validate=lambda ft: check_coverage(be, hierarchies, ft)))
 
 
 def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...] | None:

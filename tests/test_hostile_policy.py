@@ -159,3 +159,14 @@ def test_values_that_look_like_markup_are_printed_as_they_are(patients: TestDB, 
         assert "Traceback" not in out + err
     code, out, err = cli("assess", str(path), "--db", patients.url)
     assert "[/red]" in out or "[b]x" in out  # the most disclosive classes name the values
+
+
+def test_assess_checks_every_hierarchy_first(patients: TestDB, tmp_path: Path) -> None:
+    """A mistyped hierarchy file, or one that misses a value, surfaced only at ``anonymise``."""
+    pol = _pol(Postcode={"role": "quasi", "hierarchy": {"file": "nope.csv"}})
+    _fails(patients, write_policy(tmp_path, pol), "nope.csv", command="assess")
+    (tmp_path / "pc.csv").write_text("47678;4767*;*\n47905;4790*;*\n", encoding="utf-8")
+    pol = _pol(Postcode={"role": "quasi", "hierarchy": {"file": "pc.csv"}})
+    _fails(
+        patients, write_policy(tmp_path, pol), "columns.Postcode.hierarchy", "not covered", command="assess"
+    )

@@ -13,6 +13,7 @@ l_max = 2^H(W), l_t = 2^(H(W) - t), I(W; QI groups)).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,8 +198,12 @@ def assess(
     qi_exprs: list[Sql] | None = None,
     reference: FrequencyTables | None = None,
     population_exprs: list[Sql] | None = None,
+    validate: Callable[[FrequencyTables], None] | None = None,
 ) -> dict[str, Any]:
     """Measure ``relation`` (default: the policy's source) and return the documented JSON object.
+
+    ``validate`` is called with the frequency tables before anything is measured (the API checks
+    there that every hierarchy covers the values present).
 
     ``reference``: the source's frequency tables, when a published relation is re-verified; the
     table-wide distribution p(w) of t-closeness is then the source's, as in the search.
@@ -212,6 +217,8 @@ def assess(
     qi_exprs = qi_exprs or [ident(n) for n in qi_names]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
     ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names, sort_keys)
+    if validate is not None:
+        validate(ft)
     return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)
 
 
