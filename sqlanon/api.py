@@ -34,6 +34,8 @@ from sqlanon.policy import load_policy as _load_policy
 from sqlanon.publish import anonymise as _anonymise
 from sqlanon.publish import compile_release
 from sqlanon.relation import Relation
+from sqlanon.scaffold import hierarchy_csv as _hierarchy_csv
+from sqlanon.scaffold import init_policy as _init_policy
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 if not FIXTURES.is_dir():  # installed wheel
@@ -329,3 +331,37 @@ def load_demo_data(be: Backend, schema: str = "main", table: str = "patients") -
         ],
     )
     be.commit()
+
+
+def init_policy(table: str, db: DatabaseLike = None, *, k: int = 5) -> str:
+    """A commented starting policy (YAML text) for ``table``, from one profiling scan of it."""
+    rel = Relation.parse(table, what="--table")
+    with _session(db) as be:
+        return _init_policy(be, rel, k=k)
+
+
+def hierarchy_file(
+    table: str,
+    column: str,
+    db: DatabaseLike = None,
+    *,
+    intervals: Sequence[float] | None = None,
+    start: float = 0,
+    mask_levels: int | None = None,
+    dates: Sequence[str] | None = None,
+) -> tuple[str, int]:
+    """An ARX-format hierarchy file (text) covering every value of ``column``, built by intervals,
+    masking or dates; and the number of NULL rows (which only '*' covers)."""
+    forms = [f for f in (intervals, mask_levels, dates) if f]
+    if len(forms) != 1:
+        raise SqlanonError("hierarchy: give exactly one of --intervals, --mask, --dates")
+    spec: dict[str, Any]
+    if intervals:
+        spec = {"interval": {"widths": list(intervals), "start": start}}
+    elif mask_levels:
+        spec = {"mask": "right", "levels": mask_levels}
+    else:
+        spec = {"date": list(dates or [])}
+    rel = Relation.parse(table, what="--table")
+    with _session(db) as be:
+        return _hierarchy_csv(be, rel, column, spec)

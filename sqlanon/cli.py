@@ -11,6 +11,7 @@ import signal
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any
 
 import click
@@ -273,6 +274,76 @@ def profile(
         _emit_json(result)
     else:
         print_profile(result, Console())
+
+
+def _write_new(out: str | None, text: str) -> None:
+    """Print, or write a file that does not exist yet (sqlanon never overwrites what it did not write)."""
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    path = Path(out)
+    if path.exists():
+        raise SqlanonError(f"--out: {out!r} already exists; choose another file")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise SqlanonError(f"--out: cannot write {out!r}: {e.strerror or e}") from None
+    click.echo(f"wrote {out}", err=True)
+
+
+@main.command()
+@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--table", required=True, help="The table to profile, e.g. main.people.")
+@click.option(
+    "--k", "k", default=5, show_default=True, type=click.IntRange(min=1), help="The k to start from."
+)
+@click.option("--out", default=None, help="Write the policy to this new file (default: print it).")
+@_errors
+def init(db: str, table: str, k: int, out: str | None) -> None:
+    """Profile a table in SQL and write a commented starting policy to review."""
+    _write_new(out, api.init_policy(table, db, k=k))
+
+
+@main.command()
+@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--table", required=True, help="The table, e.g. main.people.")
+@click.option("--column", required=True, help="The quasi-identifier to build a hierarchy for.")
+@click.option("--intervals", default=None, help="Nested interval widths, e.g. 5,10,20 (numbers).")
+@click.option("--start", default=0.0, show_default=True, type=float, help="Where the intervals start.")
+@click.option("--mask", type=click.Choice(["right"]), default=None, help="Mask characters from the right.")
+@click.option("--levels", type=click.IntRange(1, 64), default=None, help="Masked characters (with --mask).")
+@click.option("--dates", default=None, help="Date units from fine to coarse, e.g. month,year.")
+@click.option("--out", default=None, help="Write the CSV to this new file (default: print it).")
+@_errors
+def hierarchy(
+    db: str,
+    table: str,
+    column: str,
+    intervals: str | None,
+    start: float,
+    mask: str | None,
+    levels: int | None,
+    dates: str | None,
+    out: str | None,
+) -> None:
+    """Write an ARX-format hierarchy file covering every value of a column, to review and edit."""
+    widths = None
+    if intervals:
+        try:
+            widths = [float(w) if "." in w else int(w) for w in intervals.split(",") if w.strip()]
+        except ValueError:
+            raise SqlanonError(f"--intervals: expected numbers like 5,10,20, got {intervals!r}") from None
+    if mask and not levels:
+        raise SqlanonError("--levels: give the number of characters to mask with --mask right")
+    units = [u.strip() for u in dates.split(",")] if dates else None
+    text, nulls = api.hierarchy_file(
+        table, column, db, intervals=widths, start=start, mask_levels=levels if mask else None, dates=units
+    )
+    _write_new(out, text)
+    if nulls:
+        click.echo(
+            f"note: {nulls} row(s) have NULL in {column}; only the top level '*' covers NULL", err=True
+        )
 
 
 @main.command()
