@@ -6,24 +6,77 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from sqlanon import api
-from sqlanon.engines import session
+from sqlanon.engines import Backend, session
 from sqlanon.policy import load_policy
-from sqlanon.report import print_anonymise, print_assess
+from sqlanon.relation import Relation
+
+
+def _rows(be: Backend, rel: Relation, cols: list[str]) -> list[tuple]:
+    return be.query("demo/rows", source=rel, cols=cols, order=cols[1:3])
+
+
+def _table(title: str, cols: list[str], rows: list[tuple]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in cols:
+        t.add_column(Text(c))
+    for r in rows:
+        t.add_row(*[Text("NULL" if v is None else str(v)) for v in r])
+    return t
 
 
 def run_demo(db: str | None, *, as_json: bool, console: Console) -> dict[str, Any]:
-    """Load the patients into ``db`` (a new in-memory DuckDB by default), assess, anonymise, print."""
+    """Load the patients into ``db`` (a new in-memory DuckDB by default), assess, anonymise, and
+    explain each step in plain words: what the figures mean and whether they are good."""
     policy = load_policy(api.FIXTURES / "patients.yaml")
+    assert policy.target is not None
+    cols = ["PatientID", "PatientName", "Postcode", "Age", "Disease"]
     with session(db, create=True) as be:
         api.load_demo_data(be)
+        before_rows = _rows(be, policy.source, cols)
         before = api.assess(policy, be).to_dict()
-        result: dict[str, Any] = {"assess": before, "anonymise": api.anonymise(policy, be).to_dict()}
+        release = api.anonymise(policy, be).to_dict()
+        after_rows = _rows(be, policy.target, ["PatientName", "Postcode", "Age", "Disease"])
+        result: dict[str, Any] = {"assess": before, "anonymise": release}
     if as_json:
         console.print_json(json.dumps(result, default=str))
-    else:
-        console.print("[bold]sqlanon demo[/bold]: the 9-row patient table of seed 001 on DuckDB")
-        print_assess(before, console, title="Before anonymisation:")
-        print_anonymise(result["anonymise"], console)
+        return result
+    console.print("[bold]sqlanon demo[/bold]: the 9-patient table of seed 001, anonymised inside DuckDB\n")
+    console.print(_table("Before: main.patients", cols, before_rows))
+    console.print(
+        f"Postcode and Age are quasi-identifiers: not names, but together they can single a person "
+        f"out. Here k = {before['k']}: the smallest group of patients sharing Postcode and Age has "
+        f"{before['k']} record(s), so someone who knows a patient's postcode and age finds their "
+        f"disease. The policy asks for k = {policy.privacy.k}.\n"
+    )
+    pub = release["published"]
+    node = ", ".join(f"{q}={lvl}" for q, lvl in release["node"].items())
+    console.print(_table(f"After: {policy.target} (PatientID dropped, names masked)", cols[1:], after_rows))
+    console.print(
+        f"sqlanon searched {release['nodes_total']} ways to generalise (checked "
+        f"{release['nodes_checked']}) and chose {node}: postcodes keep 3 digits (476**), ages "
+        f"become bands. Now k = {pub['k']}: every patient shares Postcode and Age band with at least "
+        f"{pub['k'] - 1} others, so no one can be singled out (good). Nothing was suppressed."
+    )
+    l_min = pub["l_diversity"]["Disease"]["distinct"]
+    if l_min == 1:
+        console.print(
+            "[bold]But[/bold] l = 1: in at least one group every patient has the same disease. "
+            "In the 'Under 30' group of 476** all three have Heart Disease, so knowing that someone is "
+            "in it reveals their diagnosis (the homogeneity attack of seed 001). Add "
+            "`l: {Disease: 2}` to the policy's privacy to require two diseases per group."
+        )
+    where = (
+        f"The release is the view {policy.target} in {be.url}"
+        if db
+        else f"The release was the view {policy.target} in an in-memory database, now gone; run "
+        "`sqlanon demo --db demo.duckdb` to keep it"
+    )
+    console.print(f"\n{where}; read it with SELECT * FROM {policy.target}.")
+    console.print(
+        "Full figures: `sqlanon assess fixtures/patients.yaml --db demo.duckdb` (README, *Commands*)."
+    )
     return result

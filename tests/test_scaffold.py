@@ -105,3 +105,22 @@ def test_dates_and_codes(db: TestDB, tmp_path: Path) -> None:
         "hierarchy", "--db", db.url, "--table", "main.visits", "--column", "pid", "--dates", "year"
     )
     assert code == 2 and "not a date" in err
+
+
+def test_the_demo_teaches_and_keeps_its_release(tmp_path: Path) -> None:
+    path = tmp_path / "demo.duckdb"
+    code, out, err = cli("demo", "--db", str(path))
+    assert code == 0, err
+    text = " ".join(out.split())
+    for phrase in ("Here k = 1", "Now k = 3", "l = 1", "Under 30", "homogeneity", "main.patients_anon"):
+        assert phrase in text, phrase
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.execute('SELECT "Postcode", "Age", "Disease" FROM main.patients_anon').fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 9 and {r[0] for r in rows} == {"476**", "479**"}
+    code, out, err = cli("demo", "--json")
+    assert code == 0 and '"anonymise"' in out
