@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlanon.engines import Backend
 from sqlanon.engines import connect as _connect
-from sqlanon.engines.catalog import identify
+from sqlanon.engines.catalog import identify, leftovers
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import build_hierarchies, check_coverage, parse_levels
 from sqlanon.measure.assessment import assess as _assess
@@ -365,3 +365,15 @@ def hierarchy_file(
     rel = Relation.parse(table, what="--table")
     with _session(db) as be:
         return _hierarchy_csv(be, rel, column, spec)
+
+
+def cleanup(db: DatabaseLike, *, drop: bool = False) -> list[str]:
+    """Staging relations left by killed publishing runs of older versions (``sqlanon cleanup``);
+    with ``drop`` they are removed. Returns their names."""
+    with _session(db) as be:
+        found = leftovers(be)
+        for rid in found:
+            if drop:
+                be.execute(f"ddl/drop_{rid.kind}", kind="drop", target=rid.relation())
+                be.commit()
+        return [f"{rid.kind} {rid}" for rid in found]

@@ -20,8 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sqlanon import api, interrupt
 from sqlanon.demo import run_demo
-from sqlanon.engines import redact, session
-from sqlanon.engines.catalog import leftovers
+from sqlanon.engines import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.metrics import METRICS
 from sqlanon.policy import ALGORITHMS
@@ -352,13 +351,9 @@ def hierarchy(
 @_errors
 def cleanup(db: str, drop: bool) -> None:
     """List (and with --drop remove) staging relations left by interrupted runs of older versions."""
-    with session(db) as be:
-        found = leftovers(be)
-        for rid in found:
-            if drop:
-                be.execute(f"ddl/drop_{rid.kind}", kind="drop", target=rid.relation())
-                be.commit()
-            click.echo(f"{'dropped' if drop else 'leftover'} {rid.kind} {rid}")
+    found = api.cleanup(db, drop=drop)
+    for name in found:
+        click.echo(f"{'dropped' if drop else 'leftover'} {name}")
     if not found:
         click.echo("no leftover staging relations")
     elif not drop:
