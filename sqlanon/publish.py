@@ -197,8 +197,14 @@ def _publish(
     IF NOT EXISTS, so a name taken by anyone else fails instead of being reused or dropped.
     """
     tag = uuid.uuid4().hex[:12]
-    staging = target.with_name(f"sqlanon_stage_{tag}")
-    old = target.with_name(f"sqlanon_old_{tag}")
+    # In the existing target's own schema (an unqualified target may sit anywhere on the search
+    # path), so that the swap renames within one schema.
+    home = target
+    if pre.target is not None:
+        catalog = pre.target.db if be.dialect == "duckdb" else target.catalog
+        home = Relation(target.name, pre.target.schema, catalog)
+    staging = home.with_name(f"sqlanon_stage_{tag}")
+    old = home.with_name(f"sqlanon_old_{tag}")
     ctx = release_context(policy, plan.hierarchies, node, src_cols)
     with be.atomic() as commit:
         be.execute(f"publish/create_{kind}", kind="create", target=staging, **ctx)

@@ -259,8 +259,8 @@ def _duckdb_path(url: str) -> str | None:
     from sqlalchemy.engine import make_url
 
     db = make_url(url).database
-    if not db or db == ":memory:" or db.startswith(":memory:"):
-        return None
+    if not db or db.startswith(":memory:") or db.startswith(("md:", "motherduck:")):
+        return None  # in memory, or a MotherDuck database (not a local file)
     return db
 
 
