@@ -126,6 +126,12 @@ privacy:
             ev = Evaluator(plan)
             ev.keep(tuple(1 for _ in plan.heights))
             ev.evaluate([tuple(plan.heights)])
+            # `sqlanon init` and `sqlanon hierarchy`.
+            from sqlanon.relation import Relation
+            from sqlanon.scaffold import hierarchy_csv, init_policy
+
+            init_policy(be, Relation("patients", "main"))
+            hierarchy_csv(be, Relation("patients", "main"), "Age", {"interval": {"widths": [10, 20]}})
     finally:
         mp.undo()
     return seen
@@ -134,6 +140,7 @@ privacy:
 def test_every_template_is_covered(recorded):  # noqa: ANN001
     exempt = {
         "fixtures/patients_create",
+        "demo/rows",  # the demo's 9 rows, shown; tests/test_scaffold.py runs it
         "fixtures/patients_insert",
         "assess/population",
         "publish/grant",  # PostgreSQL only: tests/test_hostile_publish.py runs it

@@ -1,1 +1,1 @@
-DROP TABLE IF EXISTS "main"."sqlanon_old_000000000000"
+DROP TABLE IF EXISTS "g"."main"."sqlanon_old_000000000000"

@@ -1,1 +1,1 @@
-EXEC sp_rename '[main].[sqlanon_stage_000000000000]', 'patients_anon'
+EXEC sp_rename '[g].[main].[sqlanon_stage_000000000000]', 'patients_anon'

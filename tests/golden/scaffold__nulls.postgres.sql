@@ -1,0 +1,1 @@
+SELECT COUNT(*) - COUNT("Age") AS nulls FROM "main"."patients"

@@ -1,0 +1,1 @@
+SELECT COUNT_BIG(*) - COUNT_BIG([Age]) AS nulls FROM [main].[patients]
