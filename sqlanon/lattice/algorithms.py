@@ -6,6 +6,7 @@ docstring for monotonicity and how non-monotone policies stay exact.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -75,7 +76,8 @@ class SearchResult:
 
 
 def exhaustive(plan: Plan, progress: Progress | None = None) -> SearchResult:
-    """MinGen (seed 002 section 4.1): evaluate every node; the test oracle for the other searches."""
+    """MinGen (seed 002 section 4.1): evaluate every node; the test oracle for the other searches.
+    Progress: (checked, 0, not yet checked), summing to the lattice size (see :func:`run_search`)."""
     ev = Evaluator(plan)
     nodes = all_nodes(plan.heights)
     for i in range(0, len(nodes), BATCH):
@@ -97,12 +99,20 @@ def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:
     predecessor is tagged satisfying without a query (generalisation property); the others of one
     height are evaluated together, many per query. For a non-monotone policy the walk uses the
     monotone relaxation and the full policy is evaluated afterwards on what it lets through.
+
+    Progress counts the space Incognito walks: every node of every subset lattice, the full
+    lattice included, prod_j (h_j + 2) - 1 nodes (each QI at one of its h_j + 1 levels or outside
+    the subset, less the empty subset). ``checked`` counts the evaluated ones, ``pruned`` those
+    decided without a query (by the subset or the generalisation property), ``remaining`` the rest,
+    so the three always sum to that space and ``checked`` never exceeds it. Counting the subset
+    lattices' evaluations against the full lattice alone reported more nodes checked than exist
+    (issue 15).
     """
     d = len(plan.heights)
     ev = Evaluator(plan, relaxed=not plan.monotone)
-    total = plan.nodes_total()
+    space = incognito_space(plan.heights)
     sat_prev: dict[tuple[int, ...], set[Node]] = {}
-    pruned = 0
+    pruned = 0  # nodes decided without a query
     final_status: dict[Node, bool] = {}
     for size in range(1, d + 1):
         sat_now: dict[tuple[int, ...], set[Node]] = {}
@@ -127,26 +137,48 @@ def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:
             for n in by_height[h]:
                 if any(status.get(p) for p in predecessors(n) if p in cand_set):
                     status[n] = True  # generalisation property
+                    pruned += 1
                 else:
                     todo.append(n)
             for n, res in ev.evaluate(todo).items():
                 status[n] = res.ok(plan.allowed)
             if progress:
-                progress(ev.checked, pruned, max(total - len(final_status), 0))
+                progress(ev.checked, pruned, space - ev.checked - pruned)
         for n, ok in status.items():
             if ok:
                 sat_now.setdefault(_subset_of(n), set()).add(n)
         sat_prev = sat_now
         if size == d:
             final_status = status
-    return _finish("incognito", plan, ev, final_status, all_nodes(plan.heights))
+    return _finish("incognito", plan, ev, final_status, all_nodes(plan.heights), progress, space)
+
+
+def incognito_space(heights: Sequence[int]) -> int:
+    """Nodes of all of Incognito's subset lattices, the full one included: each QI at one of its
+    h + 1 levels or outside the subset (h + 2 choices), less the empty subset.
+
+    >>> incognito_space([1, 2])  # 2 + 3 single-QI nodes and the 2 x 3 full lattice
+    11
+    """
+    return math.prod(h + 2 for h in heights) - 1
 
 
 def _finish(
-    name: str, plan: Plan, ev: Evaluator, status: dict[Node, bool], universe: list[Node]
+    name: str,
+    plan: Plan,
+    ev: Evaluator,
+    status: dict[Node, bool],
+    universe: list[Node],
+    progress: Progress | None = None,
+    space: int | None = None,
 ) -> SearchResult:
     """The result of a walk over ``status``: for a non-monotone policy the walk used the monotone
-    relaxation, so the full policy is evaluated on every node the relaxation let through."""
+    relaxation, so the full policy is evaluated on every node the relaxation let through.
+
+    The pass over the full policy re-evaluates nodes the walk already decided, so its last progress
+    report counts distinct nodes evaluated by either pass (never more than ``space``, the nodes the
+    walk covers) and leaves none remaining. ``SearchResult.nodes_checked`` stays the number of
+    evaluations (the README's ``nodes_checked``), which may exceed the lattice."""
     sat = {n for n, ok in status.items() if ok}
     checked, queries = ev.checked, ev.queries
     results: dict[Node, NodeResult] = dict(ev.cache)
@@ -157,6 +189,9 @@ def _finish(
         checked += full.checked
         queries += full.queries
         results = dict(full.cache)
+        if progress:
+            distinct = len(ev.cache.keys() | full.cache.keys())
+            progress(distinct, (space or len(universe)) - distinct, 0)
     return SearchResult(name, sat, minimal(sat, universe), len(universe), checked, queries, results)
 
 
@@ -173,6 +208,8 @@ def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
     searches of many paths advance together. Only full-lattice nodes are evaluated, unlike
     Incognito's subset lattices. A non-monotone policy is searched on its monotone relaxation and the
     full policy evaluated on what the relaxation lets through, as in :func:`incognito`.
+
+    Progress: (nodes evaluated, nodes tagged without a query, untagged), summing to the lattice.
     """
     ev = Evaluator(plan, relaxed=not plan.monotone)
     heights = plan.heights
@@ -240,7 +277,7 @@ def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
         order = [n for n in order if n not in status]
         if progress:
             progress(ev.checked, len(status) - ev.checked, total - len(status))
-    return _finish("flash", plan, ev, status, universe)
+    return _finish("flash", plan, ev, status, universe, progress, total)
 
 
 def _project(node: Node, subset: tuple[int, ...]) -> Node:
@@ -252,17 +289,44 @@ def _subset_of(node: Node) -> tuple[int, ...]:
 
 
 def datafly(plan: Plan, progress: Progress | None = None) -> SearchResult:
-    """Datafly (seed 002 section 4.1; Sweeney 1997): from the bottom node, generalise once more the
-    quasi-identifier with the most distinct values at its current level, until the policy holds
-    with at most the allowed suppression. Greedy: the result satisfies the policy but need not be
-    minimal or optimal."""
+    """Datafly (seed 002 section 4.1, Alg. 2; Sweeney 2002): from the bottom node, generalise once
+    more the quasi-identifier with the most distinct values at its current level, until the policy
+    holds with at most the allowed suppression. Greedy: the result satisfies the policy but need
+    not be minimal or optimal.
+
+    Stopping rule. Sweeney's Datafly stops as soon as at most k records remain in classes smaller
+    than k, and suppresses them ("when all but p <= k records are in an equivalence class of size k
+    or more, the p records are suppressed"; Alg. 2's loop runs "while more than k records have
+    distinct tuples"). sqlanon applies that rule within the policy's own limit: Datafly stops at
+    the first node whose violating records (of any requirement: k, l, t, the prosecutor bound) are
+    at most ``plan.allowed``, the records ``privacy.suppression`` allows, and suppresses them.
+
+    - Where the policy allows at least k records (``allowed >= k``), stopping at
+      max(allowed, k) = allowed violating records is Sweeney's rule with the user's larger budget:
+      it stops no later than Sweeney's p <= k would (fewer generalisation steps), and never
+      suppresses more than the policy allows.
+    - Where it allows fewer than k records (``suppression: 0``, the default, or a share of a small
+      table), Sweeney's rule would suppress up to k records the policy forbids. That is never done
+      silently: Datafly keeps generalising until the violating records fit the policy's limit
+      (possibly up to every quasi-identifier at '*'). A user who accepts Sweeney's k records says
+      so with ``privacy.suppression`` >= k / N.
+
+    The stopping test is thus the satisfaction test of every search (``NodeResult.ok``), and the
+    node Datafly returns always satisfies the policy it will be published under.
+
+    Progress: (nodes evaluated, nodes it will never visit, the most steps left: sum_j (h_j - L_j)),
+    summing to the lattice size.
+    """
     ev = Evaluator(plan)
+    total = plan.nodes_total()
     node: Node = tuple(0 for _ in plan.heights)
     while True:
         res = ev.evaluate([node])[node]
+        done = res.ok(plan.allowed)
         if progress:
-            progress(ev.checked, 0, 0)
-        if res.ok(plan.allowed):
+            left = 0 if done else sum(h - lvl for h, lvl in zip(plan.heights, node, strict=True))
+            progress(ev.checked, total - ev.checked - left, left)
+        if done:
             break
         open_qis = [j for j, lvl in enumerate(node) if lvl < plan.heights[j]]
         if not open_qis:
@@ -270,7 +334,7 @@ def datafly(plan: Plan, progress: Progress | None = None) -> SearchResult:
         # Distinct values at the current level: the code cardinalities, counted when coding.
         best = max(open_qis, key=lambda j: (plan.card[(j, node[j])], -j))
         node = node[:best] + (node[best] + 1,) + node[best + 1 :]
-    return SearchResult("datafly", {node}, [node], plan.nodes_total(), ev.checked, ev.queries, dict(ev.cache))
+    return SearchResult("datafly", {node}, [node], total, ev.checked, ev.queries, dict(ev.cache))
 
 
 ALGORITHMS: dict[str, Callable[[Plan, Progress | None], SearchResult]] = {
@@ -282,6 +346,11 @@ ALGORITHMS: dict[str, Callable[[Plan, Progress | None], SearchResult]] = {
 
 
 def run_search(plan: Plan, algorithm: str, progress: Progress | None = None) -> SearchResult:
+    """Run ``algorithm`` on ``plan``. ``progress(checked, pruned, remaining)``: nodes evaluated,
+    nodes decided without a query, nodes not yet decided. At every call the three sum to the space
+    the algorithm walks, so ``checked`` never exceeds it: the lattice (``nodes_total``) for Flash,
+    Datafly and exhaustive, the lattice and its subset lattices for Incognito
+    (:func:`incognito_space`)."""
     try:
         fn = ALGORITHMS[algorithm]
     except KeyError:

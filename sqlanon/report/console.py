@@ -75,7 +75,7 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
             ("I(W; QI groups)", lambda s: a["information"][s]["mutual_information"]),
         ]
         for label, get in rows:
-            t.add_row(label, *[_cell(_fmt(get(s))) for s in a["sensitive"]])
+            t.add_row(_cell(label), *[_cell(_fmt(get(s))) for s in a["sensitive"]])
         console.print(t)
         for s in a["sensitive"]:
             top = a["information"][s]["top_i1"][:3]
@@ -88,7 +88,7 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
         t.add_column("violating records")
         t.add_column("holds")
         for req, ok in a["satisfied"].items():
-            t.add_row(_cell(req), _fmt(a["violations"].get(req)), _fmt(ok))
+            t.add_row(_cell(req), _cell(_fmt(a["violations"].get(req))), _cell(_fmt(ok)))
         console.print(t)
         s = a["suppression"]
         console.print(
@@ -146,7 +146,8 @@ def print_evaluate(r: dict[str, Any], console: Console | None = None) -> None:
         t.add_column(col)
     for name, v in r["metrics"].items():
         i = r["metric_info"][name]
-        t.add_row(name, _fmt6(v), i["better"], i["range"], "yes" if i["monotone"] else "no")
+        # Text cells: a range such as "[mean_j H(Y|X_j), H(Y)]" is not markup (rich dropped it).
+        t.add_row(*map(_cell, (name, _fmt6(v), i["better"], i["range"], "yes" if i["monotone"] else "no")))
     console.print(t)
     print_assess(r["assess"], console, title=f"Assessment ({r['assess_scope']}) of")
 
@@ -164,11 +165,14 @@ def print_profile(r: dict[str, Any], console: Console | None = None) -> None:
     t.add_column("better")
     for e in rows:
         t.add_column(f"k={e['k']}", overflow="fold")
-    t.add_row("node", "", *[",".join(map(str, e["node"].values())) if e.get("node") else "-" for e in rows])
-    t.add_row("suppressed", "", *[_fmt6(e.get("suppressed_records")) for e in rows])
-    t.add_row("classes", "", *[_fmt6(e.get("classes")) for e in rows])
+    nodes = [",".join(map(str, e["node"].values())) if e.get("node") else "-" for e in rows]
+    t.add_row(*map(_cell, ("node", "", *nodes)))
+    t.add_row(*map(_cell, ("suppressed", "", *[_fmt6(e.get("suppressed_records")) for e in rows])))
+    t.add_row(*map(_cell, ("classes", "", *[_fmt6(e.get("classes")) for e in rows])))
     for name, i in r["metric_info"].items():
-        t.add_row(name, i["better"], *[_fmt6((e.get("metrics") or {}).get(name)) for e in rows])
+        t.add_row(
+            *map(_cell, (name, i["better"], *[_fmt6((e.get("metrics") or {}).get(name)) for e in rows]))
+        )
     console.print(t)
     for e in rows:
         if e.get("error"):

@@ -18,6 +18,7 @@ A quasi-identifier without a hierarchy has two levels: the value and ``*``.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,24 +232,47 @@ class DateHierarchy(Hierarchy):
 #: Refuse hierarchy files larger than this, or with more rows (one SQL CASE branch per row).
 MAX_HIERARCHY_BYTES = 200 * 1024 * 1024
 MAX_HIERARCHY_ROWS = 1_000_000
+#: Most levels above the value any hierarchy may have. Every level is a column of the coded table
+#: and a step of the lattice, so 100,000 declared levels ran for minutes before anything was said.
+MAX_HEIGHT = 64
 #: Most levels a mask may have: one per masked character; longer codes are not quasi-identifiers.
-MAX_MASK_LEVELS = 64
+MAX_MASK_LEVELS = MAX_HEIGHT
+
+
+def _check_height(key: str, height: int) -> None:
+    """Refuse a hierarchy with more than :data:`MAX_HEIGHT` levels above the value, before any
+    work proportional to its levels."""
+    if height > MAX_HEIGHT:
+        raise PolicyError(
+            f"policy key {key!r}: {height:,} levels above the value, more than the {MAX_HEIGHT} "
+            "a hierarchy may have"
+        )
 
 
 def read_arx(path: Path, key: str) -> list[list[str]]:
-    """Rows of an ARX hierarchy file (``value;level1;...;*``), bounded and strictly UTF-8."""
+    """Rows of an ARX hierarchy file (``value;level1;...;*``), bounded and strictly UTF-8.
+
+    The read itself is bounded, not only the size ``stat`` reports: ``/dev/zero`` (or a file that
+    grows) reports a small size and, having no newline, would be read as one endless line."""
     shown = f"policy key {key!r}: {str(path)!r}"
+    too_big = f"more than the {MAX_HIERARCHY_BYTES:,} bytes a hierarchy file may have"
     try:
         size = path.stat().st_size
         if size > MAX_HIERARCHY_BYTES:
-            raise PolicyError(f"{shown} is {size:,} bytes, more than {MAX_HIERARCHY_BYTES:,}")
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            rows = []
-            for r in csv.reader(f, delimiter=";"):
-                if r and any(r):
-                    rows.append([c.strip() for c in r])
-                    if len(rows) > MAX_HIERARCHY_ROWS:
-                        raise PolicyError(f"{shown} has more than {MAX_HIERARCHY_ROWS:,} rows")
+            raise PolicyError(f"{shown} is {size:,} bytes, {too_big}")
+        with path.open("rb") as f:
+            raw = f.read(MAX_HIERARCHY_BYTES + 1)
+        if len(raw) > MAX_HIERARCHY_BYTES:
+            raise PolicyError(f"{shown} is {too_big}")
+        # newline="" as csv asks: \r, \n and \r\n end a row, and quoted fields keep theirs.
+        text = io.StringIO(raw.decode("utf-8-sig"), newline="")
+        del raw
+        rows = []
+        for r in csv.reader(text, delimiter=";"):
+            if r and any(r):
+                rows.append([c.strip() for c in r])
+                if len(rows) > MAX_HIERARCHY_ROWS:
+                    raise PolicyError(f"{shown} has more than {MAX_HIERARCHY_ROWS:,} rows")
     except OSError as e:
         raise PolicyError(f"policy key {key!r}: cannot read {str(path)!r}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
@@ -276,6 +300,7 @@ def _mapping_from_rows(
     column: str, rows: list[list[Any]], key: str, numeric: bool, source: str
 ) -> MappingHierarchy:
     width = len(rows[0])
+    _check_height(key, width - 1)
     for i, r in enumerate(rows):
         if len(r) != width:
             raise PolicyError(f"policy key {key!r}: row {i + 1} has {len(r)} levels, expected {width}")
@@ -389,6 +414,7 @@ def build_hierarchy(
             widths = iv["widths"]
             if not isinstance(widths, list) or not widths or not all(_finite(w) and w > 0 for w in widths):
                 raise PolicyError(f"policy key '{key}.interval.widths': expected positive numbers")
+            _check_height(f"{key}.interval.widths", len(widths) + 1)
             for a, b in zip(widths, widths[1:], strict=False):
                 if not math.isclose(b / a, round(b / a)) or b <= a:
                     raise PolicyError(
@@ -412,6 +438,7 @@ def build_hierarchy(
             raise PolicyError(f"policy key '{key}.interval.cuts': expected a list of cut lists")
         if not any(isinstance(c, list) for c in cuts):
             cuts = [cuts]
+        _check_height(f"{key}.interval.cuts", len(cuts) + 1)
         prev: set | None = None
         for i, level_cuts in enumerate(cuts):
             if (
