@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from sqlanon.errors import PolicyError, SqlanonError
+from sqlanon.perturbation import Perturbation, parse_perturbation, parse_seed
 from sqlanon.relation import Relation
 
 ROLES = ("identifier", "quasi", "sensitive", "insensitive")
@@ -73,6 +74,7 @@ class ColumnSpec:
     hierarchy: dict | None = None  # quasi-identifiers: see sqlanon.transform.hierarchy
     order: tuple | None = None  # sensitive: explicit value order for the ordered EMD
     weight: float = 1.0  # quasi-identifiers: NCP weight
+    perturb: Perturbation | None = None  # any non-identifier: see sqlanon.perturbation
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,12 @@ class Policy:
     publish_as: str = "view"
     base_dir: Path = Path(".")
     label_column: str | None = None
+    seed: int = 0  # all perturbation randomness derives from it and the row key
+    key: str | None = None  # the stable row key of perturbation (default: the whole row)
+
+    @property
+    def perturbed(self) -> list[ColumnSpec]:
+        return [c for c in self.columns if c.perturb is not None]
 
     @property
     def quasi(self) -> list[ColumnSpec]:
@@ -163,7 +171,7 @@ def _column(name: str, spec: Any) -> ColumnSpec:
     if isinstance(spec, str):
         spec = {"role": spec}
     spec = _mapping(key, spec)
-    _known(key, spec, ("role", "action", "hierarchy", "order", "weight"))
+    _known(key, spec, ("role", "action", "hierarchy", "order", "weight", "perturb"))
     if "role" not in spec:
         raise _fail(f"{key}.role", f"missing; expected one of {', '.join(ROLES)}")
     role = spec["role"]
@@ -196,7 +204,12 @@ def _column(name: str, spec: Any) -> ColumnSpec:
         if role != "quasi":
             raise _fail(f"{key}.weight", "only quasi-identifiers take a weight")
         weight = _number(f"{key}.weight", spec["weight"], lo=0, lo_open=True)
-    return ColumnSpec(name=name, role=role, action=action, hierarchy=hierarchy, order=order, weight=weight)
+    perturb = parse_perturbation(f"{key}.perturb", spec["perturb"], role) if "perturb" in spec else None
+    if perturb is not None and hierarchy is not None:
+        raise _fail(f"{key}.perturb", "a perturbed quasi-identifier is not generalised; drop its hierarchy")
+    return ColumnSpec(
+        name=name, role=role, action=action, hierarchy=hierarchy, order=order, weight=weight, perturb=perturb
+    )
 
 
 def _l_requirements(value: Any, sensitive: set[str]) -> tuple[LRequirement, ...]:
@@ -256,7 +269,11 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     if not isinstance(data, dict):
         raise PolicyError("policy: expected a YAML mapping at the top level")
     _check_text(data, "")
-    _known("", data, ("source", "target", "population", "columns", "privacy", "search", "publish", "label"))
+    _known(
+        "",
+        data,
+        ("source", "target", "population", "columns", "privacy", "search", "publish", "label", "seed", "key"),
+    )
     if "source" not in data:
         raise _fail("source", "missing; name the relation to read")
     source = _relation("source", data["source"])
@@ -319,7 +336,19 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         publish_as=publish_as,
         base_dir=Path(base_dir),
         label_column=str(label) if label is not None else None,
+        seed=parse_seed(data["seed"]) if data.get("seed") is not None else 0,
+        key=_row_key(data.get("key"), columns),
     )
+
+
+def _row_key(value: Any, columns: tuple[ColumnSpec, ...]) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in {c.name for c in columns}:
+        raise _fail("key", f"{value!r} is not a declared column (the row key of perturbation)")
+    if not any(c.perturb for c in columns):
+        raise _fail("key", "no column is perturbed; the row key is only used by perturbation")
+    return value
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

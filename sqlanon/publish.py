@@ -41,6 +41,7 @@ from sqlanon.metrics.optimum import check_node_release
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
+from sqlanon.transform.perturb import materialise, search_policy
 from sqlanon.transform.release import check_hash_release, release_context, release_sql
 
 
@@ -67,7 +68,8 @@ def anonymise(
         raise SqlanonError("target: the policy names no target relation to publish (or use --dry-run)")
     check_hash_release(policy, kind)
     pre = preflight(be, policy, None if dry_run else target, replace)
-    plan = prepare(be, policy)
+    pert = materialise(be, policy)
+    plan = prepare(be, pert.policy)
     metric = metric or policy.search.metric
     out: dict[str, Any] = {}
     if levels is None:
@@ -110,8 +112,10 @@ def anonymise(
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
     excluded = [c for c in src_cols if c not in {s.name for s in policy.columns}]
     out["excluded_columns"] = excluded
+    if pert.measured is not None:
+        out["perturbation"] = pert.measured
     sql = release_sql(
-        policy, plan.hierarchies, node, be.dialect, target or Relation("release"), kind, src_cols
+        policy, plan.hierarchies, node, be.dialect, target or Relation("release"), kind, src_cols, pert.ctx
     )
     if dry_run:
         out["sql"] = sql
@@ -119,7 +123,9 @@ def anonymise(
         return out
     assert target is not None
     out["leftovers"] = [str(r) for r in leftovers(be)]
-    out["published"] = _publish(be, policy, plan, node, target, kind, replace, src_cols, res.bad_records, pre)
+    out["published"] = _publish(
+        be, policy, plan, node, target, kind, replace, src_cols, res.bad_records, pre, pert.ctx
+    )
     return out
 
 
@@ -187,6 +193,7 @@ def _publish(
     src_cols: list[str],
     suppressed: int,
     pre: Preflight,
+    perturb: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build, verify and swap in ONE transaction (DuckDB and PostgreSQL have transactional DDL).
 
@@ -205,7 +212,7 @@ def _publish(
         home = Relation(target.name, pre.target.schema, catalog)
     staging = home.with_name(f"sqlanon_stage_{tag}")
     old = home.with_name(f"sqlanon_old_{tag}")
-    ctx = release_context(policy, plan.hierarchies, node, src_cols)
+    ctx = release_context(policy, plan.hierarchies, node, src_cols, perturb)
     with be.atomic() as commit:
         be.execute(f"publish/create_{kind}", kind="create", target=staging, **ctx)
         for grantee, privilege, grantable in pre.grants:
@@ -268,16 +275,17 @@ def compile_release(
     check_hash_release(policy, kind)
     target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
     if levels_text is not None and be is None:
-        hierarchies = build_hierarchies(policy)
+        hierarchies = build_hierarchies(search_policy(policy, policy.source) if policy.perturbed else policy)
         names = [h.column for h in hierarchies]
         node = parse_levels(levels_text, names, [h.height for h in hierarchies])
         return release_sql(policy, hierarchies, node, dialect, target, kind)
     assert be is not None
-    plan = prepare(be, policy)
+    pert = materialise(be, policy)
+    plan = prepare(be, pert.policy)
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
     if levels_text is not None:
         node = parse_levels(levels_text, plan.qi_names, plan.heights)
     else:
         result = run_search(plan, policy.search.algorithm)
         node, _ = choose(plan, result, policy.search.metric)
-    return release_sql(policy, plan.hierarchies, node, dialect, target, kind, src_cols)
+    return release_sql(policy, plan.hierarchies, node, dialect, target, kind, src_cols, pert.ctx)

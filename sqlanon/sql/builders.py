@@ -12,6 +12,11 @@ every engine we run (DuckDB, PostgreSQL, Spark) and on T-SQL:
   way (and PostgreSQL's ``hmac`` needs pgcrypto), so the canonical SQL holds a placeholder call,
   ``SQLANON_HMAC_SHA256(text, ipad, opad)``, that :func:`expand_hmac` replaces, per dialect, by
   H(K' xor opad || H(K' xor ipad || m)) written with that engine's own SHA-256 and byte functions.
+* ``uniform``: a number in (0, 1) from the MD5 of a text (the perturbation's seed, column, draw and
+  row key): the first 32 bits of the digest, (h + 1/2) / 2^32. Same text, same number, on every
+  engine and at every read of a view, and never 0 or 1 (so ``LN(u)`` is finite). Each engine turns
+  hex into an integer its own way, so the canonical SQL holds ``SQLANON_UNIFORM(text)``, expanded
+  by :func:`expand_placeholders`.
 """
 
 from __future__ import annotations
@@ -162,6 +167,46 @@ def hash_text(x: object, key: bytes) -> Sql:
     )
 
 
+UNIFORM = "SQLANON_UNIFORM"
+#: The first 32 bits of MD5(X) as an unsigned integer, per dialect (MD5 of the UTF-8 bytes; T-SQL
+#: hashes the VARCHAR's bytes, the same for ASCII keys).
+UNIFORM_SQL = {
+    "duckdb": "CAST('0x' || SUBSTRING(MD5(X), 1, 8) AS UBIGINT)",
+    "postgres": "CAST(CAST('x' || SUBSTRING(MD5(X), 1, 8) AS BIT(32)) AS BIGINT)",
+    "spark": "CAST(CONV(SUBSTRING(MD5(X), 1, 8), 16, 10) AS BIGINT)",
+    "tsql": "CAST(CONVERT(BINARY(4), SUBSTRING(HASHBYTES('MD5', CAST(X AS VARCHAR(MAX))), 1, 4)) AS BIGINT)",
+}
+
+
+def uniform(text: object) -> Sql:
+    """A reproducible uniform number in (0, 1) from ``text`` (see the module docstring).
+
+    >>> uniform("'7|Age|a|42'")
+    "SQLANON_UNIFORM('7|Age|a|42')"
+    """
+    return _out(exp.Anonymous(this=UNIFORM, expressions=[_e(text)]))
+
+
+def _expand_uniform(call: exp.Anonymous, dialect: str) -> exp.Expression:
+    template = UNIFORM_SQL.get(dialect) or UNIFORM_SQL.get(HMAC_PARENT.get(dialect, ""))
+    if template is None:
+        raise SqlanonError(f"perturb: no MD5-based random numbers for dialect {dialect!r}")
+    bits = sqlglot.parse_one(template, read=dialect)
+    for col in list(bits.find_all(exp.Column)):
+        if col.name == "X" and not col.table:
+            col.replace(call.expressions[0].copy())
+    num = exp.Add(this=exp.cast(bits, exp.DataType.build("double")), expression=exp.Literal.number(0.5))
+    return exp.Paren(this=exp.Div(this=exp.Paren(this=num), expression=exp.Literal.number(4294967296.0)))
+
+
+def expand_placeholders(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """Expand both placeholders (HMAC and uniform) for ``dialect``."""
+    for call in list(tree.find_all(exp.Anonymous)):
+        if str(call.this).upper() == UNIFORM:
+            call.replace(_expand_uniform(call, dialect))
+    return expand_hmac(tree, dialect)
+
+
 def expand_hmac(tree: exp.Expression, dialect: str) -> exp.Expression:
     """Replace each ``SQLANON_HMAC_SHA256`` placeholder by ``dialect``'s HMAC (see HMAC_SQL)."""
     for call in list(tree.find_all(exp.Anonymous)):
@@ -188,4 +233,5 @@ TEMPLATE_GLOBALS = {
     "concat": concat,
     "as_text": as_text,
     "hash_text": hash_text,
+    "uniform": uniform,
 }

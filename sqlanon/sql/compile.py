@@ -183,7 +183,7 @@ AST_PASSES: dict[str, list] = {"tsql": [_tsql_window_nulls], "fabric": [_tsql_wi
 
 def generate(tree: exp.Expression, dialect: str) -> str:
     """Generate SQL for ``dialect``; unsupported constructs raise instead of being silently dropped."""
-    tree = builders.expand_hmac(tree, dialect)
+    tree = builders.expand_placeholders(tree, dialect)
     for rewrite in AST_PASSES.get(dialect, []):
         tree = rewrite(tree.copy())
     # copy=False: the tree was parsed for this call alone (the default deep copy cost ~20 % of

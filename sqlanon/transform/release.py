@@ -17,6 +17,7 @@ from sqlanon.relation import Relation
 from sqlanon.sql.builders import hash_text
 from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
 from sqlanon.transform.hierarchy import Hierarchy
+from sqlanon.transform.perturb import context as perturb_context
 
 Node = tuple[int | None, ...]
 
@@ -36,9 +37,20 @@ def internal_prefix(columns: list[str]) -> str:
 
 
 def release_context(
-    policy: Policy, hierarchies: list[Hierarchy], node: Node, source_columns: list[str] | None = None
+    policy: Policy,
+    hierarchies: list[Hierarchy],
+    node: Node,
+    source_columns: list[str] | None = None,
+    perturb: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Template context for ``publish/_release``: output columns, class expressions, checks."""
+    """Template context for ``publish/_release``: output columns, class expressions, checks.
+
+    With perturbation the release reads the perturbed rows (``perturb``: the context of
+    ``templates/_macros/perturb.sql.j2``, built from the source's typed columns; without it, from
+    the declared ones) instead of the source; a perturbed quasi-identifier is published as
+    perturbed, not generalised, and splits no class."""
+    if policy.perturbed and perturb is None:
+        perturb = perturb_context(policy, None)
     by_name = {h.column: (h, lvl) for h, lvl in zip(hierarchies, node, strict=True)}
     order = source_columns or [c.name for c in policy.columns]
     specs = {c.name: c for c in policy.columns}
@@ -52,6 +64,8 @@ def release_context(
             if spec.action == "drop":
                 continue
             expr = Sql("'*'") if spec.action == "mask" else _hash(col)
+        elif spec.perturb is not None:
+            expr = col  # the perturbed value (the release reads the perturbed rows)
         elif spec.role == "quasi":
             h, lvl = by_name[name]
             expr = h.sql(int(lvl or 0), col)
@@ -82,6 +96,7 @@ def release_context(
     any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
     return {
         "source": policy.source,
+        "pt": perturb,
         "out_cols": out_cols,
         "class_exprs": class_exprs,
         "cid_alias": ident(f"{internal}cid"),
@@ -130,8 +145,9 @@ def release_sql(
     target: Relation,
     kind: str = "view",
     source_columns: list[str] | None = None,
+    perturb: dict[str, Any] | None = None,
 ) -> str:
-    ctx = release_context(policy, hierarchies, node, source_columns)
+    ctx = release_context(policy, hierarchies, node, source_columns, perturb)
     return to_sql(f"publish/create_{kind}", dialect, kind="create", target=target, **ctx)
 
 

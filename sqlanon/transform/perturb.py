@@ -1,0 +1,284 @@
+"""Perturbation (seed 000 sections 2.2.1-2.2.2, seed 003): the policy's ``perturb:`` columns as
+SQL, and what it does to them, measured in SQL.
+
+The SQL is one chain of CTEs (``templates/_macros/perturb.sql.j2``) that the release reads instead
+of the source, so a view perturbs at read time with the same values every time: every random
+number is an MD5 of (seed, column, draw, row key), never ``random()`` (a view whose noise changed
+at each read could be averaged away). The search runs on the same rows, materialised once
+(``templates/perturb/rows.sql.j2``), with the perturbed quasi-identifiers taken out of the lattice
+(they are not generalised, issue 10): k, l, t and the risks are those of the release.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.engines import Backend, Column
+from sqlanon.errors import SqlanonError
+from sqlanon.perturbation import NUMERIC_METHODS
+from sqlanon.policy import Policy
+from sqlanon.relation import Relation
+from sqlanon.sql.builders import uniform
+from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
+
+#: Bins of the binned-distribution estimators: equal width over the original's [min, max].
+BINS = 10
+
+
+def _prefix(names: list[str]) -> str:
+    """A prefix no source column starts with (case-insensitively), for the chain's own names."""
+    prefix = "__sqlanon_p_"
+    lowered = [c.lower() for c in names]
+    while any(c.startswith(prefix) for c in lowered):
+        prefix = "_" + prefix
+    return prefix
+
+
+def _text(e: exp.Expression) -> exp.Expression:
+    return exp.cast(e, exp.DataType.build("text"))
+
+
+def _row_text(policy: Policy) -> Sql:
+    """The whole row as text (every declared column, NULL told apart from any value): the default
+    row key, with a duplicate counter appended (identical rows are told apart by their number)."""
+    parts: list[exp.Expression] = []
+    for c in policy.columns:
+        col = exp.column(exp.to_identifier(c.name, quoted=True), table="s")
+        marked = exp.DPipe(this=exp.Literal.string("v"), expression=_text(col))
+        parts.append(
+            exp.Case(
+                ifs=[
+                    exp.If(this=exp.Is(this=col.copy(), expression=exp.Null()), true=exp.Literal.string("n"))
+                ]
+            ).else_(marked)
+        )
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.DPipe(this=exp.DPipe(this=out, expression=exp.Literal.string("|")), expression=p)
+    return Sql(out.sql(CANONICAL))
+
+
+def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
+    """The macro's context: one stage per perturbed column, and the output columns (every source
+    column, perturbed ones replaced; then each perturbed column's original and auxiliary value).
+    Without the source's columns (``compile`` without a database) the declared ones stand in and
+    types are not checked."""
+    checked = src_cols is not None
+    if src_cols is None:
+        src_cols = [Column(c.name, "") for c in policy.columns]
+    types = {c.name: c for c in src_cols}
+    p = _prefix([c.name for c in src_cols])
+    key_name = f"{p}key"
+    key = ident(key_name)
+    cols = []
+    for i, spec in enumerate(policy.perturbed):
+        pert = spec.perturb
+        assert pert is not None
+        col = types.get(spec.name)
+        if col is None:
+            raise SqlanonError(f"columns.{spec.name}: no such column in {str(policy.source)!r}")
+        if checked and (pert.method in NUMERIC_METHODS or pert.width is not None) and not col.numeric:
+            raise SqlanonError(
+                f"columns.{spec.name}.perturb: {pert.method} needs a numeric column; "
+                f"{spec.name} is {col.type}"
+            )
+
+        def u(draw: str, name: str = spec.name) -> Sql:
+            keycol = exp.column(exp.to_identifier(key_name, quoted=True), table="t")
+            text = exp.DPipe(this=exp.Literal.string(f"{policy.seed}|{name}|{draw}|"), expression=keycol)
+            return uniform(text.sql(CANONICAL))
+
+        n = lambda s, i=i: ident(f"{p}{s}{i}")  # noqa: E731 - names of this stage
+        c: dict[str, Any] = {
+            "method": pert.method,
+            "x": ident(spec.name),
+            "y": n("y"),
+            "aux": n("aux"),
+            "stage": n("s"),
+            "n1": n("a"),
+            "n2": n("b"),
+            "pos": n("pos"),
+            "u1": u("a"),
+            "u2": u("b"),
+            "k": lit(pert.k or 0),
+            "k_minus_1": lit((pert.k or 1) - 1),
+            "retain": lit(float(pert.retain)),
+            "p": lit(float(pert.p or 0)),
+            "width": lit(float(pert.width)) if pert.width is not None else None,
+            "start": lit(float(pert.start)) if pert.start is not None else Sql("b.lo"),
+        }
+        if pert.method == "noise":
+            c["noise"] = _noise(pert.distribution, float(pert.scale or 0), u("a"), u("b"))
+        cols.append(c)
+    out_cols = []
+    perturbed = {c.name: cols[i] for i, c in enumerate(policy.perturbed)}
+    for col in src_cols:
+        name = ident(col.name)
+        out_cols.append({"expr": perturbed[col.name]["y"] if col.name in perturbed else name, "alias": name})
+    for i, spec in enumerate(policy.perturbed):
+        out_cols.append({"expr": ident(spec.name), "alias": ident(f"{p}x{i}")})
+        out_cols.append({"expr": cols[i]["aux"], "alias": cols[i]["aux"]})
+    dedup = policy.key is None
+    rowtext = ident(f"{p}rowtext")
+    return {
+        "source": policy.source,
+        "base": ident(f"{p}base"),
+        "out": ident(f"{p}perturbed"),
+        "key": key,
+        "rowtext": ident(f"{p}rowtext"),
+        "dedup": dedup,
+        "row_text": _row_text(policy) if dedup else None,
+        "key_expr": (
+            Sql(f"t.{rowtext} || '#' || CAST(ROW_NUMBER() OVER (PARTITION BY t.{rowtext}) AS TEXT)")
+            if dedup
+            else Sql(_text(exp.column(exp.to_identifier(policy.key, quoted=True), table="t")).sql(CANONICAL))
+        ),
+        "cols": cols,
+        "out_cols": out_cols,
+        "orig": [ident(f"{p}x{i}") for i in range(len(cols))],
+    }
+
+
+def _noise(distribution: str, scale: float, ua: Sql, ub: Sql) -> Sql:
+    """The noise term: Unif[-a, a] as a (2u - 1); Laplace(b) by inversion,
+    -b sign(u - 1/2) ln(1 - 2 |u - 1/2|); N(0, sigma^2) by Box-Muller, sigma sqrt(-2 ln u) cos(2 pi v)."""
+    s = lit(scale)
+    if distribution == "uniform":
+        return Sql(f"{s} * (2 * {ua} - 1)")
+    if distribution == "laplace":
+        return Sql(f"-{s} * SIGN({ua} - 0.5) * LN(1 - 2 * ABS({ua} - 0.5))")
+    return Sql(f"{s} * SQRT(-2 * LN({ua})) * COS(2 * PI() * {ub})")
+
+
+def search_policy(policy: Policy, rows: Relation) -> Policy:
+    """The policy the search runs: on the perturbed rows, perturbed QIs out of the lattice (as
+    insensitive columns: published as perturbed, not generalised)."""
+    cols = tuple(
+        dataclasses.replace(c, role="insensitive", perturb=None, hierarchy=None, weight=1.0)
+        if c.perturb is not None and c.role == "quasi"
+        else dataclasses.replace(c, perturb=None)
+        for c in policy.columns
+    )
+    if not any(c.role == "quasi" for c in cols):
+        raise SqlanonError(
+            "columns: every quasi-identifier is perturbed; keep at least one to generalise "
+            "(or declare the perturbed ones insensitive)"
+        )
+    return dataclasses.replace(policy, source=rows, columns=cols, key=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Perturbed:
+    """The search's policy (on the perturbed rows), the rows, the macro's context and the
+    measurements; for a policy without perturbation only ``policy`` is set (the original)."""
+
+    policy: Policy
+    rows: Relation | None = None
+    ctx: dict[str, Any] | None = None
+    measured: dict[str, Any] | None = None
+
+
+def materialise(be: Backend, policy: Policy) -> Perturbed:
+    """Materialise the perturbed rows (a temporary table), measure them, and derive the search's
+    policy; a policy without perturbation comes back unchanged."""
+    if not policy.perturbed:
+        return Perturbed(policy)
+    src_cols = be.require_columns(policy.source, "source")
+    ctx = context(policy, src_cols)
+    spol = search_policy(policy, policy.source)  # refuses before any work when no QI is left
+    rows = be.create_temp("perturbed", "perturb/rows", pt=ctx)
+    measured = measure(be, policy, rows, src_cols)
+    return Perturbed(dataclasses.replace(spol, source=rows), rows, ctx, measured)
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+
+def measure(be: Backend, policy: Policy, rows: Relation, src_cols: list[Column]) -> dict[str, Any]:
+    """Per perturbed column: seed 003's estimators (bias, MSE, RMSE of the values; MSE and RMSE of
+    the binned distribution), a goodness-of-fit statistic (two-sample Kolmogorov-Smirnov for numbers,
+    chi-square for categories), the mean and variance before and after, and the method's risk
+    figure. Refuses a release a method cannot protect (fewer records than k)."""
+    src = {c.name: c for c in src_cols}
+    p = _prefix(list(src))
+    out: dict[str, Any] = {}
+    for i, spec in enumerate(policy.perturbed):
+        pert = spec.perturb
+        assert pert is not None
+        ctx = {"source": rows, "x": ident(f"{p}x{i}"), "y": ident(spec.name), "aux": ident(f"{p}aux{i}")}
+        numeric = src[spec.name].numeric
+        row = be.query("perturb/summary", numeric=numeric, **ctx)[0]
+        n, changed, mn, mx = int(row[0] or 0), row[1], row[2], row[3]
+        k = pert.k or 0
+        if pert.method in ("k-noise", "microaggregate") or (pert.method == "k-pram" and pert.width is None):
+            if n < k:
+                raise SqlanonError(
+                    f"columns.{spec.name}.perturb: {pert.method} needs at least k = {k} values, "
+                    f"the column has {n}"
+                )
+        m: dict[str, Any] = {"method": pert.method, "describe": pert.describe(), "values": n}
+        m["changed_share"] = _f(changed)
+        if numeric:
+            bias, mse, mean_x, mean_y, var_x, var_y = row[4:10]
+            m.update(
+                {
+                    "bias": _f(bias),
+                    "mse": _f(mse),
+                    "rmse": math.sqrt(mse) if mse is not None else None,
+                    "mean": {"original": _f(mean_x), "perturbed": _f(mean_y)},
+                    "variance": {"original": _f(var_x), "perturbed": _f(var_y)},
+                }
+            )
+            if n:
+                lo, hi = float(mn), float(mx) if mx != mn else float(mn) + 1
+                ks, bins_mse = be.query("perturb/ks", bins=BINS, lo=lit(lo), hi=lit(hi), **ctx)[0]
+                m["ks"] = {"statistic": _f(ks), "critical_5pct": 1.358 * math.sqrt(2 / n)}
+                m["binned"] = {
+                    "bins": BINS,
+                    "range": [float(mn), float(mx)],
+                    "mse": _f(bins_mse),
+                    "rmse": math.sqrt(bins_mse) if bins_mse is not None else None,
+                }
+        else:
+            chi, cats, pmin, pmax = be.query("perturb/categories", **ctx)[0]
+            m["chi_square"] = {"statistic": _f(chi), "df": max(int(cats or 0) - 1, 0)}
+            if pert.method == "pram":
+                r = pert.retain
+                m["posterior"] = {
+                    "rarest": r + (1 - r) * float(pmin or 0),
+                    "max": r + (1 - r) * float(pmax or 0),
+                }
+        m["risk"] = _risk(be, pert, ctx, n, row, numeric)
+        out[spec.name] = m
+    return out
+
+
+def _risk(be: Backend, pert: Any, ctx: dict[str, Any], n: int, row: tuple, numeric: bool) -> dict[str, Any]:
+    if pert.method == "k-noise":
+        delta = _f(row[10]) if numeric else None
+        if delta is None or not n:
+            return {"delta": delta}
+        lo_cnt, below_k, below_half = be.query(
+            "perturb/neighbours", reach=lit(2 * float(delta)), k=lit(pert.k), half=lit(pert.k / 2), **ctx
+        )[0]
+        return {
+            "delta": delta,
+            "min_within_2delta": int(lo_cnt),
+            "share_below_k": _f(below_k),
+            "share_below_half_k": _f(below_half),
+        }
+    if pert.method in ("k-pram", "microaggregate"):
+        gmin, gmax, groups = be.query("perturb/groups", **ctx)[0]
+        return {"groups": int(groups or 0), "smallest_group": gmin, "largest_group": gmax}
+    if pert.method == "swap":
+        block = math.floor((pert.p or 0) * n / 100)
+        return {"block": block, "max_rank_distance": max(block - 1, 0)}
+    return {}
+
+
+def _f(v: Any) -> float | None:
+    return None if v is None else float(v)
