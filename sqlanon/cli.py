@@ -15,16 +15,24 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sqlanon import api, interrupt
 from sqlanon.demo import run_demo
 from sqlanon.engines import redact
 from sqlanon.errors import SqlanonError
+from sqlanon.lattice import build_hierarchies
 from sqlanon.metrics import METRICS
 from sqlanon.policy import ALGORITHMS
-from sqlanon.report import print_anonymise, print_assess, print_evaluate, print_profile
+from sqlanon.report import (
+    class_labels,
+    make_console,
+    print_anonymise,
+    print_assess,
+    print_evaluate,
+    print_profile,
+)
+from sqlanon.transform.examples import node_examples
 
 DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
 
@@ -90,29 +98,51 @@ def _emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str))
 
 
+QUIET_HELP = "Leave out the plain-language sentence under each table."
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sqlanon")
-def main() -> None:
+@click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP + " (every command)")
+def main(quiet: bool) -> None:
     """SQL-pushdown anonymiser: measure, search and publish anonymised relations in the database."""
+
+
+def _quiet_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--quiet`` on a command that prints tables; ``sqlanon --quiet CMD`` works too."""
+    return click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)(fn)
+
+
+def _quiet(flag: bool) -> bool:
+    ctx = click.get_current_context(silent=True)
+    return flag or bool(ctx is not None and ctx.find_root().params.get("quiet"))
+
+
+def _examples(policy: str, node: dict[str, int] | None, assessed: dict[str, Any] | None = None) -> Any:
+    """An example label per QI of ``node`` (a class of the release, else the policy's labels)."""
+    if not node:
+        return None
+    return node_examples(build_hierarchies(api.load_policy(policy)), node, class_labels(assessed))
 
 
 @main.command()
 @click.argument("policy", type=click.Path(dir_okay=False))
 @click.option("--db", "db", default=None, help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
+@_quiet_option
 @_errors
-def assess(policy: str, db: str | None, as_json: bool) -> None:
+def assess(policy: str, db: str | None, as_json: bool, quiet: bool) -> None:
     """Measure the policy's source relation as it is (k, l, t, risks); writes nothing."""
     result = api.assess(policy, db)
     if as_json:
         _emit_json(result.to_dict())
     else:
-        print_assess(result.to_dict(), Console())
+        print_assess(result.to_dict(), make_console(), quiet=_quiet(quiet))
     if not result.ok:
         sys.exit(1)
 
 
-def _progress_bar(console: Console) -> Any:
+def _progress_bar(console: Any) -> Any:
     """A rich progress bar fed by the search's (checked, pruned, remaining) callback; only on a
     terminal (piped stderr stays clean: one line per error)."""
     if not console.is_terminal:
@@ -160,6 +190,7 @@ def _metric_help() -> str:
     default=None,
     help="Publish as a view (default; checks run at read time) or a materialised table.",
 )
+@_quiet_option
 @_errors
 def anonymise(
     policy: str,
@@ -171,9 +202,10 @@ def anonymise(
     algorithm: str | None,
     levels: str | None,
     publish_as: str | None,
+    quiet: bool,
 ) -> None:
     """Search the generalisation lattice and publish the best release (view or table)."""
-    bar, update = _progress_bar(Console(stderr=True))
+    bar, update = _progress_bar(make_console(stderr=True))
     with bar:
         result = api.anonymise(
             policy,
@@ -196,7 +228,8 @@ def anonymise(
         _emit_json(result)
         return
     sql = result.get("sql")
-    print_anonymise({**result, "sql": None}, Console())
+    examples = _examples(policy, result.get("node"), result.get("published"))
+    print_anonymise({**result, "sql": None}, make_console(), examples=examples, quiet=_quiet(quiet))
     if sql:
         # Byte-exact whatever the terminal: never through rich, which wraps long lines.
         click.echo(sql + ";")
@@ -226,10 +259,11 @@ def compile_cmd(
 @main.command()
 @click.option("--db", "db", default=None, help="Where to load the demo table (default: in-memory DuckDB).")
 @click.option("--json", "as_json", is_flag=True)
+@_quiet_option
 @_errors
-def demo(db: str | None, as_json: bool) -> None:
+def demo(db: str | None, as_json: bool, quiet: bool) -> None:
     """Load the seed-001 patient table into DuckDB and run the main job on it."""
-    run_demo(db, as_json=as_json, console=Console())
+    run_demo(db, as_json=as_json, console=make_console(), quiet=_quiet(quiet))
 
 
 @main.command()
@@ -237,14 +271,16 @@ def demo(db: str | None, as_json: bool) -> None:
 @click.option("--levels", required=True, help="The node, e.g. 'Postcode=2,Age=1' (unlisted QIs: level 0).")
 @click.option("--db", "db", default=None, help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
+@_quiet_option
 @_errors
-def evaluate(policy: str, levels: str, db: str | None, as_json: bool) -> None:
+def evaluate(policy: str, levels: str, db: str | None, as_json: bool, quiet: bool) -> None:
     """Every utility and information-loss metric of one node's release; writes nothing."""
     result = api.evaluate(policy, levels, db).to_dict()
     if as_json:
         _emit_json(result)
     else:
-        print_evaluate(result, Console())
+        examples = _examples(policy, result["node"], result.get("assess"))
+        print_evaluate(result, make_console(), examples=examples, quiet=_quiet(quiet))
     if not result["satisfies"]:
         sys.exit(1)
 
@@ -261,18 +297,26 @@ def evaluate(policy: str, levels: str, db: str | None, as_json: bool) -> None:
 )
 @click.option("--db", "db", default=None, help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
+@_quiet_option
 @_errors
 def profile(
-    policy: str, ks: str, metric: str | None, algorithm: str | None, db: str | None, as_json: bool
+    policy: str,
+    ks: str,
+    metric: str | None,
+    algorithm: str | None,
+    db: str | None,
+    as_json: bool,
+    quiet: bool,
 ) -> None:
     """The privacy/utility trade-off: for each k, the optimal node and all its metrics; writes nothing."""
-    bar, update = _progress_bar(Console(stderr=True))
+    bar, update = _progress_bar(make_console(stderr=True))
     with bar:
         result = api.profile(policy, ks, db, metric=metric, algorithm=algorithm, progress=update).to_dict()
     if as_json:
         _emit_json(result)
     else:
-        print_profile(result, Console())
+        examples = [_examples(policy, e.get("node")) for e in result["profile"]]
+        print_profile(result, make_console(), examples=examples, quiet=_quiet(quiet))
 
 
 def _write_new(out: str | None, text: str) -> None:
@@ -340,9 +384,7 @@ def hierarchy(
     )
     _write_new(out, text)
     if nulls:
-        click.echo(
-            f"note: {nulls} row(s) have NULL in {column}; only the top level '*' covers NULL", err=True
-        )
+        click.echo(f"note: {nulls} row(s) have NULL in {column}; the file's NULL row covers them", err=True)
 
 
 @main.command()

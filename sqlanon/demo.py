@@ -6,13 +6,17 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from sqlanon import api
 from sqlanon.engines import Backend, session
+from sqlanon.lattice import build_hierarchies
 from sqlanon.policy import load_policy
 from sqlanon.relation import Relation
+from sqlanon.report import class_labels, node_text
+from sqlanon.transform.examples import node_examples
 
 
 def _rows(be: Backend, rel: Relation, cols: list[str]) -> list[tuple]:
@@ -28,9 +32,10 @@ def _table(title: str, cols: list[str], rows: list[tuple]) -> Table:
     return t
 
 
-def run_demo(db: str | None, *, as_json: bool, console: Console) -> dict[str, Any]:
+def run_demo(db: str | None, *, as_json: bool, console: Console, quiet: bool = False) -> dict[str, Any]:
     """Load the patients into ``db`` (a new in-memory DuckDB by default), assess, anonymise, and
-    explain each step in plain words: what the figures mean and whether they are good."""
+    explain each step in plain words: what the figures mean and whether they are good. ``quiet``
+    keeps the tables and the figures, without the sentences that explain them."""
     policy = load_policy(api.FIXTURES / "patients.yaml")
     assert policy.target is not None
     cols = ["PatientID", "PatientName", "Postcode", "Age", "Disease"]
@@ -46,19 +51,28 @@ def run_demo(db: str | None, *, as_json: bool, console: Console) -> dict[str, An
         return result
     console.print("[bold]sqlanon demo[/bold]: the 9-patient table of seed 001, anonymised inside DuckDB\n")
     console.print(_table("Before: main.patients", cols, before_rows))
+    pub = release["published"]
+    examples = node_examples(build_hierarchies(policy), release["node"], class_labels(pub))
+    node = node_text(release["node"], examples)
+    if quiet:
+        console.print(Text(f"before: k = {before['k']} (the policy asks for k = {policy.privacy.k})"))
+        console.print(_table(f"After: {policy.target}", cols[1:], after_rows))
+        l_min = pub["l_diversity"]["Disease"]["distinct"]
+        console.print(Text(f"chosen node {node}; after: k = {pub['k']}, l = {l_min}"))
+        console.print(Text(f"release: {policy.target} in {be.url if db else 'an in-memory database'}"))
+        return result
     console.print(
         f"Postcode and Age are quasi-identifiers: not names, but together they can single a person "
         f"out. Here k = {before['k']}: the smallest group of patients sharing Postcode and Age has "
         f"{before['k']} record(s), so someone who knows a patient's postcode and age finds their "
         f"disease. The policy asks for k = {policy.privacy.k}.\n"
     )
-    pub = release["published"]
-    node = ", ".join(f"{q}={lvl}" for q, lvl in release["node"].items())
     console.print(_table(f"After: {policy.target} (PatientID dropped, names masked)", cols[1:], after_rows))
     console.print(
         f"sqlanon searched {release['nodes_total']} ways to generalise (checked "
-        f"{release['nodes_checked']}) and chose {node}: postcodes keep 3 digits (476**), ages "
-        f"become bands. Now k = {pub['k']}: every patient shares Postcode and Age band with at least "
+        f"{release['nodes_checked']}) and chose {escape(node)} (each level, an example label in "
+        f"brackets): postcodes keep 3 digits, ages become bands. Now k = {pub['k']}: every patient "
+        "shares Postcode and Age band with at least "
         f"{pub['k'] - 1} others, so no one can be singled out (good). Nothing was suppressed."
     )
     l_min = pub["l_diversity"]["Disease"]["distinct"]

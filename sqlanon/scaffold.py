@@ -24,7 +24,8 @@ from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql.builders import as_text
 from sqlanon.sql.compile import Sql, ident
-from sqlanon.transform.hierarchy import STAR, build_hierarchy
+from sqlanon.transform.build import ARX_NULL, build_hierarchy
+from sqlanon.transform.hierarchy import STAR
 
 #: A column whose distinct values are at least this share of its non-NULL values is unique enough
 #: to single a person out by itself: a likely identifier.
@@ -167,8 +168,9 @@ def init_policy(be: Backend, rel: Relation, k: int = 5) -> str:
 
 
 def hierarchy_csv(be: Backend, rel: Relation, column: str, spec: dict[str, Any]) -> tuple[str, int]:
-    """An ARX-format hierarchy (``value;level1;...;*``) covering every non-NULL value of ``column``,
-    and the count of NULL rows (NULL is generalised by the top level '*' only)."""
+    """An ARX-format hierarchy (``value;level1;...;*``) covering every value of ``column``, and the
+    count of NULL rows. NULL is the row ``NULL`` (ARX's spelling of a missing value, which the
+    policy reads back as SQL NULL); a level whose SQL label of NULL is NULL (dates) is written '*'."""
     cols = {c.name: c for c in be.require_columns(rel, "--table")}
     if column not in cols:
         raise SqlanonError(f"--column: no column {column!r} in {str(rel)!r}")
@@ -182,8 +184,13 @@ def hierarchy_csv(be: Backend, rel: Relation, column: str, spec: dict[str, Any])
     rows = be.query("scaffold/levels", source=rel, col=col, exprs=exprs, aliases=aliases)
     buf = io.StringIO()
     writer = csv.writer(buf, delimiter=";", lineterminator="\n")
+    seen: set[str] = set()
     for r in rows:
-        writer.writerow([_text(v) for v in r] + [STAR])
+        value = ARX_NULL if r[0] is None else _text(r[0])
+        if value in seen:  # the text 'NULL' already stands for NULL too (as in ARX)
+            continue
+        seen.add(value)
+        writer.writerow([value, *(STAR if v is None else _text(v) for v in r[1:]), STAR])
     nulls = be.query("scaffold/nulls", source=rel, col=col)[0][0]
     return buf.getvalue(), int(nulls or 0)
 

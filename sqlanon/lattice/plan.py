@@ -22,7 +22,8 @@ from sqlanon.measure.assessment import (
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident
-from sqlanon.transform.hierarchy import Hierarchy, build_hierarchy
+from sqlanon.transform.build import build_hierarchy
+from sqlanon.transform.hierarchy import Hierarchy
 
 Node = tuple[int | None, ...]
 Progress = Callable[[int, int, int], None]
@@ -201,9 +202,12 @@ def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: Frequenc
         if rows:
             total = int(rows[0][2])
             sample = ", ".join("NULL" if r[0] is None else repr(r[0]) for r in rows[:5])
+            hint = ""
+            if any(r[0] is None for r in rows):
+                hint = "; cover NULL with 'null: [label1, ...]' beside the map, or a NULL row in the file"
             raise SqlanonError(
                 f"columns.{h.column}.hierarchy: {len(rows) if len(rows) < 5 else 'at least 5'} value(s) "
-                f"present in {h.column!r} are not covered ({total} distinct in all), e.g. {sample}"
+                f"present in {h.column!r} are not covered ({total} distinct in all), e.g. {sample}{hint}"
             )
 
 

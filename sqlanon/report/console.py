@@ -4,16 +4,63 @@ Printing lives here and only here; the modules that compute return dicts. Everyt
 from the data or the policy (values, labels, column and relation names) is escaped before rich
 sees it: rich reads ``[...]`` as markup, so a QI value ``[/red]`` raised a MarkupError and ``[b]``
 vanished. Table cells are ``Text`` objects, which rich never parses.
+
+Lines wrap only where a terminal is attached (:func:`make_console`): piped output keeps each line
+whole, so grep and diff see what was said. Under each table one plain sentence says what it shows
+and which way is better; ``--quiet`` leaves those sentences out.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+#: The width of a console with no terminal: wide enough that nothing wraps (rich's default, 80
+#: columns, broke sentences and table cells mid-word in piped output).
+UNWRAPPED = 100_000
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A console that wraps at the terminal's width, and not at all when output is piped."""
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, width=UNWRAPPED, soft_wrap=True)
+
+
+def _explain(console: Console, quiet: bool, text: str) -> None:
+    """One plain sentence under a table (left out with ``--quiet``); never markup."""
+    if not quiet:
+        console.print(Text(text, style="dim"))
+
+
+def node_text(node: Mapping[str, int] | None, examples: Mapping[str, str | None] | None = None) -> str:
+    """``Postcode=2 (476**), Age=1 (<30)``: each level with an example label where one is known."""
+    if node is None:
+        return "-"
+    ex = examples or {}
+    return ", ".join(f"{q}={lvl}{_example(ex.get(q))}" for q, lvl in node.items())
+
+
+def class_labels(assessed: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The labels of one class of a measured release (QI -> label), from figures a command computed
+    anyway (the most disclosive classes): examples of a node's levels at no extra query."""
+    for info in ((assessed or {}).get("information") or {}).values():
+        for top in info.get("top_i1") or []:
+            return dict(top.get("class") or {})
+    return {}
+
+
+def _class_text(c: Any) -> str:
+    """A class as ``Postcode=476**, Age=<30`` (never a Python dict repr)."""
+    if not isinstance(c, Mapping):
+        return str(c)
+    return ", ".join(f"{q}={'NULL' if v is None else v}" for q, v in c.items())
 
 
 def _e(v: Any) -> str:
@@ -35,8 +82,10 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def print_assess(a: dict[str, Any], console: Console | None = None, title: str | None = None) -> None:
-    console = console or Console()
+def print_assess(
+    a: dict[str, Any], console: Console | None = None, title: str | None = None, *, quiet: bool = False
+) -> None:
+    console = console or make_console()
     console.print(f"[bold]{_e(title or 'Assessment of')} {_e(a['source'])}[/bold] ({_e(a['dialect'])})")
     console.print(
         f"rows {a['rows']}, equivalence classes {a['classes']}, k = {a['k']} (smallest class); "
@@ -77,10 +126,19 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
         for label, get in rows:
             t.add_row(_cell(label), *[_cell(_fmt(get(s))) for s in a["sensitive"]])
         console.print(t)
+        _explain(
+            console,
+            quiet,
+            "l: the fewest different values (distinct) or their entropy in any class, higher is "
+            "better (1: a class shares one value, which its members then reveal); t: how far the "
+            "most different class's values are from the whole table's, lower is better (0: the "
+            "same); H(W): the attribute's entropy; I(W; QI groups): how much the classes tell about "
+            "it, lower is better.",
+        )
         for s in a["sensitive"]:
             top = a["information"][s]["top_i1"][:3]
             if top:
-                desc = "; ".join(f"{c['class']} n={c['size']} I1={c['i1']:.3g}" for c in top)
+                desc = "; ".join(f"({_class_text(c['class'])}) n={c['size']} I1={c['i1']:.3g}" for c in top)
                 console.print(f"most disclosive classes for {_e(s)} (I1): {_e(desc)}")
     if a["satisfied"]:
         t = Table(title="policy requirements")
@@ -90,6 +148,12 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
         for req, ok in a["satisfied"].items():
             t.add_row(_cell(req), _cell(_fmt(a["violations"].get(req))), _cell(_fmt(ok)))
         console.print(t)
+        _explain(
+            console,
+            quiet,
+            "Each requirement of the policy, the records in the classes that break it, and whether "
+            "it holds once the suppression limit (records that may be removed) is used.",
+        )
         s = a["suppression"]
         console.print(
             f"suppression limit {s['limit']:.2%} ({s['allowed_records']} records); "
@@ -97,8 +161,14 @@ def print_assess(a: dict[str, Any], console: Console | None = None, title: str |
         )
 
 
-def print_anonymise(r: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+def print_anonymise(
+    r: dict[str, Any],
+    console: Console | None = None,
+    *,
+    examples: Mapping[str, str | None] | None = None,
+    quiet: bool = False,
+) -> None:
+    console = console or make_console()
     if r.get("algorithm") != "given":
         console.print(
             f"[bold]{_e(r['algorithm'])}[/bold]: {r['nodes_checked']} node checks over a lattice of "
@@ -106,7 +176,7 @@ def print_anonymise(r: dict[str, Any], console: Console | None = None) -> None:
         )
     opt = r["optimum"]
     console.print(
-        f"chosen node {_e(_node_text(r['node']))} ({_e(opt['metric'])} = {_fmt(opt['value'])}); "
+        f"chosen node {_e(node_text(r['node'], examples))} ({_e(opt['metric'])} = {_fmt(opt['value'])}); "
         f"suppressed records: {r['suppressed_records']} of {r['rows']}"
     )
     if r.get("excluded_columns"):
@@ -115,7 +185,7 @@ def print_anonymise(r: dict[str, Any], console: Console | None = None) -> None:
         console.print(r["sql"] + ";", markup=False, highlight=False)
     if r.get("published"):
         console.print(f"published {_e(r['publish_as'])} {_e(r['target'])}; measured again:")
-        print_assess(r["published"], console, title="Published")
+        print_assess(r["published"], console, title="Published", quiet=quiet)
 
 
 def _fmt6(v: Any) -> str:
@@ -126,18 +196,18 @@ def _fmt6(v: Any) -> str:
     return str(v)
 
 
-def _node_text(node: dict[str, int] | None) -> str:
-    if node is None:
-        return "-"
-    return ",".join(f"{q}={lvl}" for q, lvl in node.items())
-
-
-def print_evaluate(r: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+def print_evaluate(
+    r: dict[str, Any],
+    console: Console | None = None,
+    *,
+    examples: Mapping[str, str | None] | None = None,
+    quiet: bool = False,
+) -> None:
+    console = console or make_console()
     ok = "satisfies" if r["satisfies"] else "does NOT satisfy"
     console.print(
-        f"[bold]node {_e(_node_text(r['node']))}[/bold] on {_e(r['source'])} ({_e(r['dialect'])}): {ok} the "
-        "policy; "
+        f"[bold]node {_e(node_text(r['node'], examples))}[/bold] on {_e(r['source'])} "
+        f"({_e(r['dialect'])}): {ok} the policy; "
         f"suppressed {r['suppressed_records']} of {r['rows']} records "
         f"(allowed {r['allowed_suppression']})"
     )
@@ -149,11 +219,24 @@ def print_evaluate(r: dict[str, Any], console: Console | None = None) -> None:
         # Text cells: a range such as "[mean_j H(Y|X_j), H(Y)]" is not markup (rich dropped it).
         t.add_row(*map(_cell, (name, _fmt6(v), i["better"], i["range"], "yes" if i["monotone"] else "no")))
     console.print(t)
-    print_assess(r["assess"], console, title=f"Assessment ({r['assess_scope']}) of")
+    _explain(
+        console,
+        quiet,
+        "What generalising to this node costs in information: 'better' says whether a higher or a "
+        "lower value is better, 'range' what values are possible.",
+    )
+    print_assess(r["assess"], console, title=f"Assessment ({r['assess_scope']}) of", quiet=quiet)
 
 
-def print_profile(r: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
+def print_profile(
+    r: dict[str, Any],
+    console: Console | None = None,
+    *,
+    examples: Sequence[Mapping[str, str | None] | None] | None = None,
+    quiet: bool = False,
+) -> None:
+    """``examples``: per entry of the profile, an example label per QI of its node."""
+    console = console or make_console()
     console.print(
         f"[bold]utility profile[/bold] of {_e(r['source'])} ({_e(r['dialect'])}): optimum by "
         f"{_e(r['metric'])} ({_e(r['algorithm'])}), suppression limit {r['suppression']:.2%}"
@@ -165,7 +248,9 @@ def print_profile(r: dict[str, Any], console: Console | None = None) -> None:
     t.add_column("better")
     for e in rows:
         t.add_column(f"k={e['k']}", overflow="fold")
-    nodes = [",".join(map(str, e["node"].values())) if e.get("node") else "-" for e in rows]
+    ex = list(examples or [])
+    ex += [None] * (len(rows) - len(ex))
+    nodes = [_levels_text(e.get("node"), x) for e, x in zip(rows, ex, strict=True)]
     t.add_row(*map(_cell, ("node", "", *nodes)))
     t.add_row(*map(_cell, ("suppressed", "", *[_fmt6(e.get("suppressed_records")) for e in rows])))
     t.add_row(*map(_cell, ("classes", "", *[_fmt6(e.get("classes")) for e in rows])))
@@ -174,6 +259,24 @@ def print_profile(r: dict[str, Any], console: Console | None = None) -> None:
             *map(_cell, (name, i["better"], *[_fmt6((e.get("metrics") or {}).get(name)) for e in rows]))
         )
     console.print(t)
+    _explain(
+        console,
+        quiet,
+        "One column per k: the best node for that k (each QI's level, an example label in "
+        "brackets) and its metrics; a larger k protects more and usually loses more information.",
+    )
     for e in rows:
         if e.get("error"):
             console.print(f"k={e['k']}: {_e(e['error'])}")
+
+
+def _levels_text(node: Mapping[str, int] | None, examples: Mapping[str, str | None] | None) -> str:
+    """A profile cell: the node's levels in the caption's QI order, ``2 (476**),1``."""
+    if not node:
+        return "-"
+    ex = examples or {}
+    return ", ".join(f"{lvl}{_example(ex.get(q))}" for q, lvl in node.items())
+
+
+def _example(label: str | None) -> str:
+    return "" if label is None else f" ({label})"

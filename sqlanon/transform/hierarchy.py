@@ -5,8 +5,11 @@ suppression ``'*'`` (seed 002 section 2.4: "the last domain is always one unique
 possible values"). A hierarchy's height is its number of levels minus one (seed 002 section 3.1,
 |DGH_j|). Forms, chosen by the key of the policy's ``hierarchy`` mapping:
 
-* ``file: path.csv`` ARX format, ``value;level1;...;*`` per row (paths relative to the policy);
-* ``map: {value: [level1, level2, ...]}`` the same, written in the policy;
+* ``file: path.csv`` ARX format, ``value;level1;...;*`` per row (paths relative to the policy); a
+  row whose value is ``NULL`` (ARX's spelling of a missing value) covers SQL NULL;
+* ``map: {value: [level1, level2, ...]}`` the same, written in the policy; NULL is covered by the
+  labels of an explicit ``null: [level1, ...]`` beside ``map`` (a YAML null key is refused: ``~``
+  is too easy to write by accident);
 * ``mask: right, levels: N`` masking from the right (seed 001: ``47678 -> 4767* -> 476** ...``);
 * ``interval: {widths: [10, 20, 40], start: 0}`` or ``interval: {cuts: [[30, 41], [41]]}``
   numeric intervals per level, labelled ``[20-30)``; optional ``labels`` per level for cut points;
@@ -19,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,11 +101,19 @@ class MappingHierarchy(Hierarchy):
 
     table: dict[Any, list[str]] = field(default_factory=dict)
     source: str = "map"
+    #: The labels of SQL NULL per level (``null:`` in the policy, a ``NULL`` row in a file), or
+    #: None: NULL is then not covered, and only the top level '*' generalises it.
+    null_labels: list[str] | None = None
 
     def _expr(self, level: int, x: exp.Expression) -> exp.Expression:
         # A simple CASE with one WHEN per value: engines turn long IN lists into joins, which is
         # far slower here. A value not in the hierarchy (one added later) is fully suppressed.
-        return _simple_case(self._key(x), {v: labels[level - 1] for v, labels in self.table.items()})
+        case = _simple_case(self._key(x), {v: labels[level - 1] for v, labels in self.table.items()})
+        if self.null_labels is None:
+            return case
+        # `CASE x WHEN ...` never matches NULL (NULL = v is unknown), so NULL gets its own branch.
+        is_null = exp.Is(this=x.copy(), expression=exp.Null())
+        return exp.Case(ifs=[exp.If(this=is_null, true=_lit(self.null_labels[level - 1]))], default=case)
 
     def _key(self, x: exp.Expression) -> exp.Expression:
         return x.copy() if self.numeric else _text(x.copy())
@@ -112,10 +122,12 @@ class MappingHierarchy(Hierarchy):
         return exp.In(this=self._key(x), expressions=[_lit(v) for v in values])
 
     def coverage_predicate(self, x: exp.Expression) -> exp.Expression:
-        return exp.or_(
-            exp.Is(this=x.copy(), expression=exp.Null()),
-            exp.Not(this=self._in(x, list(self.table))),
-        )
+        if not self.table:  # only NULL is listed
+            return exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null()))
+        not_listed = exp.Not(this=self._in(x, list(self.table)))  # unknown, so false, for NULL
+        if self.null_labels is not None:
+            return not_listed
+        return exp.or_(exp.Is(this=x.copy(), expression=exp.Null()), not_listed)
 
 
 @dataclass
@@ -185,7 +197,7 @@ class IntervalHierarchy(Hierarchy):
             )
         assert self.cuts is not None
         cuts = self.cuts[level - 1]
-        names = self.labels[level - 1] if self.labels else _cut_labels(cuts)
+        names = self.labels[level - 1] if self.labels else cut_labels(cuts)
         ifs = [
             exp.If(this=exp.LT(this=x.copy(), expression=_lit(c)), true=exp.Literal.string(names[i]))
             for i, c in enumerate(cuts)
@@ -200,7 +212,7 @@ def _num(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else repr(v)
 
 
-def _cut_labels(cuts: list[float]) -> list[str]:
+def cut_labels(cuts: list[float]) -> list[str]:
     out = [f"<{_num(cuts[0])}"]
     out += [f"[{_num(a)}-{_num(b)})" for a, b in zip(cuts, cuts[1:], strict=False)]
     out.append(f">={_num(cuts[-1])}")
@@ -239,7 +251,7 @@ MAX_HEIGHT = 64
 MAX_MASK_LEVELS = MAX_HEIGHT
 
 
-def _check_height(key: str, height: int) -> None:
+def check_height(key: str, height: int) -> None:
     """Refuse a hierarchy with more than :data:`MAX_HEIGHT` levels above the value, before any
     work proportional to its levels."""
     if height > MAX_HEIGHT:
@@ -284,7 +296,7 @@ def read_arx(path: Path, key: str) -> list[list[str]]:
     return rows
 
 
-def _label(v: Any, key: str, what: str) -> str:
+def label_text(v: Any, key: str, what: str) -> str:
     """A label as text: refuse null (it would be published as the text 'None') and NUL bytes."""
     if v is None:
         raise PolicyError(f"policy key {key!r}: {what} is null; a label must be text")
@@ -294,197 +306,3 @@ def _label(v: Any, key: str, what: str) -> str:
     if "\x00" in text:
         raise PolicyError(f"policy key {key!r}: {what} contains a NUL byte")
     return text
-
-
-def _mapping_from_rows(
-    column: str, rows: list[list[Any]], key: str, numeric: bool, source: str
-) -> MappingHierarchy:
-    width = len(rows[0])
-    _check_height(key, width - 1)
-    for i, r in enumerate(rows):
-        if len(r) != width:
-            raise PolicyError(f"policy key {key!r}: row {i + 1} has {len(r)} levels, expected {width}")
-    if width < 2:
-        raise PolicyError(f"policy key {key!r}: a hierarchy needs at least the value and '*'")
-    table: dict[Any, list[str]] = {}
-    for r in rows:
-        value: Any = r[0]
-        if value is None:
-            raise PolicyError(
-                f"policy key {key!r}: a null value cannot be listed (NULL is generalised to '*' by the "
-                "coverage rule only if the column has no NULLs; map its rows explicitly instead)"
-            )
-        if isinstance(value, dict | list | bool):
-            raise PolicyError(f"policy key {key!r}: value {value!r} must be a single text or number")
-        if isinstance(value, str) and "\x00" in value:
-            raise PolicyError(f"policy key {key!r}: value {value!r} contains a NUL byte")
-        if numeric:
-            try:
-                value = float(value)
-                value = int(value) if value.is_integer() else value
-            except ValueError:
-                raise PolicyError(
-                    f"policy key {key!r}: value {r[0]!r} is not numeric but column {column!r} is"
-                ) from None
-        if value in table:
-            raise PolicyError(f"policy key {key!r}: value {r[0]!r} is listed twice")
-        table[value] = [_label(x, key, f"the level-{i + 1} label of {r[0]!r}") for i, x in enumerate(r[1:])]
-    # Each level must be a function of the level below (a tree), or generalising is not monotone.
-    for lvl in range(1, width - 1):
-        up: dict[str, str] = {}
-        for labels in table.values():
-            a, b = labels[lvl - 1], labels[lvl]
-            if up.setdefault(a, b) != b:
-                raise PolicyError(
-                    f"policy key {key!r}: label {a!r} at level {lvl} generalises to both "
-                    f"{up[a]!r} and {b!r} at level {lvl + 1}"
-                )
-    return MappingHierarchy(column=column, levels=width, numeric=numeric, table=table, source=source)
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def build_hierarchy(
-    column: str,
-    spec: dict | None,
-    *,
-    numeric: bool,
-    base_dir: Path,
-    temporal: bool | None = None,
-    type_name: str | None = None,
-) -> Hierarchy:
-    """Build the hierarchy of one quasi-identifier from its policy mapping. ``temporal`` (known
-    when a database is at hand) refuses a date hierarchy on a column that holds no dates."""
-    key = f"columns.{column}.hierarchy"
-    if not spec:
-        return TopOnlyHierarchy(column=column, levels=2, numeric=numeric)
-    forms = [k for k in ("file", "map", "mask", "interval", "date") if k in spec]
-    if len(forms) != 1:
-        raise PolicyError(f"policy key {key!r}: give exactly one of file, map, mask, interval, date")
-    form = forms[0]
-    allowed = {
-        "file": {"file"},
-        "map": {"map"},
-        "mask": {"mask", "levels"},
-        "interval": {"interval", "labels"},
-        "date": {"date"},
-    }[form]
-    for k in spec:
-        if k not in allowed:
-            raise PolicyError(f"policy key '{key}.{k}': unknown for a {form} hierarchy")
-    if form == "file":
-        path = (base_dir / str(spec["file"])).resolve()
-        rows = read_arx(path, f"{key}.file")
-        return _mapping_from_rows(column, rows, f"{key}.file", numeric, source=f"file {path.name}")
-    if form == "map":
-        m = spec["map"]
-        if not isinstance(m, dict) or not m:
-            raise PolicyError(f"policy key '{key}.map': expected a mapping value -> [level1, ...]")
-        rows = []
-        for v, labels in m.items():
-            labels = labels if isinstance(labels, list) else [labels]
-            if not labels or str(labels[-1]) != STAR:
-                labels = [*labels, STAR]
-            rows.append([v, *labels])
-        return _mapping_from_rows(column, rows, f"{key}.map", numeric, source="map")
-    if form == "mask":
-        if spec["mask"] != "right":
-            raise PolicyError(f"policy key '{key}.mask': only 'right' is supported, got {spec['mask']!r}")
-        n = spec.get("levels")
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > MAX_MASK_LEVELS:
-            raise PolicyError(
-                f"policy key '{key}.levels': expected a whole number from 1 to {MAX_MASK_LEVELS}, got {n!r}"
-            )
-        return MaskHierarchy(column=column, levels=n + 1, numeric=numeric)
-    if form == "interval":
-        if not numeric:
-            raise PolicyError(f"policy key '{key}.interval': column {column!r} is not numeric")
-        iv = spec["interval"]
-        if not isinstance(iv, dict):
-            raise PolicyError(f"policy key '{key}.interval': expected a mapping with widths or cuts")
-        if ("widths" in iv) == ("cuts" in iv):
-            raise PolicyError(f"policy key '{key}.interval': give exactly one of widths, cuts")
-        for k in iv:
-            if k not in ("widths", "cuts", "start"):
-                raise PolicyError(f"policy key '{key}.interval.{k}': unknown; allowed: widths, cuts, start")
-        labels = spec.get("labels")
-        if "widths" in iv:
-            widths = iv["widths"]
-            if not isinstance(widths, list) or not widths or not all(_finite(w) and w > 0 for w in widths):
-                raise PolicyError(f"policy key '{key}.interval.widths': expected positive numbers")
-            _check_height(f"{key}.interval.widths", len(widths) + 1)
-            for a, b in zip(widths, widths[1:], strict=False):
-                if not math.isclose(b / a, round(b / a)) or b <= a:
-                    raise PolicyError(
-                        f"policy key '{key}.interval.widths': {b} is not a larger multiple of {a}; "
-                        "levels must nest"
-                    )
-            start = iv.get("start", 0)
-            if not _finite(start):
-                raise PolicyError(f"policy key '{key}.interval.start': expected a number, got {start!r}")
-            if labels:
-                raise PolicyError(f"policy key '{key}.labels': labels apply to cuts only")
-            return IntervalHierarchy(
-                column=column,
-                levels=len(widths) + 2,
-                numeric=True,
-                widths=[float(w) if not float(w).is_integer() else int(w) for w in widths],
-                start=start,
-            )
-        cuts = iv["cuts"]
-        if not isinstance(cuts, list) or not cuts:
-            raise PolicyError(f"policy key '{key}.interval.cuts': expected a list of cut lists")
-        if not any(isinstance(c, list) for c in cuts):
-            cuts = [cuts]
-        _check_height(f"{key}.interval.cuts", len(cuts) + 1)
-        prev: set | None = None
-        for i, level_cuts in enumerate(cuts):
-            if (
-                not isinstance(level_cuts, list)
-                or not level_cuts
-                or not all(_finite(c) for c in level_cuts)
-                or sorted(level_cuts) != level_cuts
-                or len(set(level_cuts)) != len(level_cuts)
-            ):
-                raise PolicyError(
-                    f"policy key '{key}.interval.cuts[{i}]': expected distinct numbers in ascending order, "
-                    f"got {level_cuts!r}"
-                )
-            if prev is not None and not set(level_cuts) <= prev:
-                raise PolicyError(
-                    f"policy key '{key}.interval.cuts[{i}]': must be a subset of the level below; "
-                    "levels must nest"
-                )
-            prev = set(level_cuts)
-        if labels is not None:
-            if isinstance(labels, list) and labels and not isinstance(labels[0], list):
-                labels = [labels]
-            if not isinstance(labels, list) or len(labels) != len(cuts):
-                raise PolicyError(f"policy key '{key}.labels': expected one label list per cut level")
-            for i, (lab, cut) in enumerate(zip(labels, cuts, strict=True)):
-                if not isinstance(lab, list) or len(lab) != len(cut) + 1:
-                    raise PolicyError(
-                        f"policy key '{key}.labels[{i}]': {len(cut)} cuts need {len(cut) + 1} labels"
-                    )
-            labels = [
-                [_label(x, f"{key}.labels[{i}]", f"label {j + 1}") for j, x in enumerate(lab)]
-                for i, lab in enumerate(labels)
-            ]
-        return IntervalHierarchy(column=column, levels=len(cuts) + 2, numeric=True, cuts=cuts, labels=labels)
-    units = spec["date"]
-    if temporal is False:
-        raise PolicyError(
-            f"policy key '{key}.date': column {column!r} is {type_name or 'not a date'}, not a date or "
-            "timestamp; use an interval or map hierarchy"
-        )
-    if isinstance(units, str):
-        units = [units]
-    if not isinstance(units, list) or not units or any(u not in DATE_UNITS for u in units):
-        raise PolicyError(f"policy key '{key}.date': expected units from {', '.join(DATE_UNITS)}")
-    if [DATE_UNITS[u] for u in units] != sorted((DATE_UNITS[u] for u in units), reverse=True) or len(
-        set(units)
-    ) != len(units):
-        raise PolicyError(f"policy key '{key}.date': units must go from fine to coarse, without repeats")
-    return DateHierarchy(column=column, levels=len(units) + 2, numeric=False, units=units)
