@@ -351,7 +351,7 @@ def hierarchy_file(
     dates: Sequence[str] | None = None,
 ) -> tuple[str, int]:
     """An ARX-format hierarchy file (text) covering every value of ``column``, built by intervals,
-    masking or dates; and the number of NULL rows (which only '*' covers)."""
+    masking or dates (NULL as ARX's ``NULL`` row); and the number of NULL rows."""
     forms = [f for f in (intervals, mask_levels, dates) if f]
     if len(forms) != 1:
         raise SqlanonError("hierarchy: give exactly one of --intervals, --mask, --dates")
