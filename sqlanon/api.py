@@ -36,6 +36,7 @@ from sqlanon.publish import compile_release
 from sqlanon.relation import Relation
 from sqlanon.scaffold import hierarchy_csv as _hierarchy_csv
 from sqlanon.scaffold import init_policy as _init_policy
+from sqlanon.transform.perturb import materialise
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 if not FIXTURES.is_dir():  # installed wheel
@@ -194,12 +195,17 @@ def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
     """Measure the policy's source as it is (k, l, t, information, risks); writes nothing.
 
     Every hierarchy the policy names is built and checked first (files readable, types right,
-    every value present covered), so a mistake surfaces here rather than at ``anonymise``.
+    every value present covered), so a mistake surfaces here rather than at ``anonymise``. The
+    figures are the source's, every quasi-identifier as it is; with ``perturb:`` columns the
+    result also says what the policy's perturbation does to them (``perturbation``).
     """
     pol = load_policy(policy)
     with _session(db) as be:
         hierarchies = build_hierarchies(pol, check_columns(be, pol))
-        return AssessResult.of(_assess(be, pol, validate=lambda ft: check_coverage(be, hierarchies, ft)))
+        out = _assess(be, pol, validate=lambda ft: check_coverage(be, hierarchies, ft))
+        if pol.perturbed:
+            out["perturbation"] = materialise(be, pol).measured
+        return AssessResult.of(out)
 
 
 def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...] | None:

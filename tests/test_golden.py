@@ -46,7 +46,7 @@ def recorded(tmp_path_factory):  # noqa: ANN001, ANN201
     from sqlanon.engines import session
     from sqlanon.lattice import prepare
     from sqlanon.measure.assessment import assess
-    from sqlanon.policy import load_policy
+    from sqlanon.policy import load_policy, parse_policy
     from sqlanon.publish import anonymise
 
     path = tmp_path_factory.mktemp("golden") / "g.duckdb"
@@ -132,6 +132,28 @@ privacy:
 
             init_policy(be, Relation("patients", "main"))
             hierarchy_csv(be, Relation("patients", "main"), "Age", {"interval": {"widths": [10, 20]}})
+        # Perturbation: every method in one chain (templates/_macros/perturb.sql.j2) and every
+        # measuring template; the default row key (the whole row), so its SQL is recorded too.
+        con = duckdb.connect(str(path))
+        con.execute(
+            "CREATE TABLE main.wide AS SELECT i AS id, 'g' AS grp, i % 50 AS a, i % 7 AS b, i % 11 AS c,"
+            " i % 13 AS d, 'v' || (i % 5) AS e, 'w' || (i % 9) AS f, i * 1.5 AS h FROM range(40) t(i)"
+        )
+        con.close()
+        perturb = {
+            "a": {"method": "noise", "distribution": "laplace", "scale": 2},
+            "b": {"method": "k-noise", "k": 3},
+            "c": {"method": "microaggregate", "k": 3},
+            "d": {"method": "k-pram", "width": 5},
+            "e": {"method": "pram", "retain": 0.5},
+            "f": {"method": "k-pram", "k": 4},
+            "h": {"method": "swap", "p": 10},
+        }
+        cols_spec: dict = {"id": "insensitive", "grp": "quasi"}
+        cols_spec.update({c: {"role": "insensitive", "perturb": s} for c, s in perturb.items()})
+        wide = parse_policy({"source": "main.wide", "seed": 3, "columns": cols_spec, "privacy": {"k": 2}})
+        with session(f"duckdb:///{path}") as be:
+            anonymise(be, wide, dry_run=True)
     finally:
         mp.undo()
     return seen

@@ -15,6 +15,7 @@ from sqlanon.metrics.optimum import choose
 from sqlanon.metrics.scoring import compute
 from sqlanon.policy import Policy
 from sqlanon.sql.compile import ident
+from sqlanon.transform.perturb import materialise
 
 
 def metric_info(plan: Plan) -> dict[str, dict[str, Any]]:
@@ -32,15 +33,19 @@ def metric_info(plan: Plan) -> dict[str, dict[str, Any]]:
 
 def evaluate_node(be: Backend, policy: Policy, levels: str) -> dict[str, Any]:
     """Every metric of one node (``QI=L,...``, unlisted quasi-identifiers at level 0), the node's
-    suppression, and ``assess`` of the source generalised to the node before suppression."""
+    suppression, and ``assess`` of the source generalised to the node before suppression. With
+    perturbation: of the perturbed rows (the release's), and what perturbation did to them."""
+    pert = materialise(be, policy)
+    source, policy = policy.source, pert.policy
     plan = prepare(be, policy)
     node = parse_levels(levels, plan.qi_names, plan.heights)
     res = Evaluator(plan).evaluate([node])[node]
     vals = compute(plan, [node], None, {node: res})[node]
     qi_exprs = [h.sql(lvl, ident(h.column)) for h, lvl in zip(plan.hierarchies, node, strict=True)]
     assessed = assess(be, policy, qi_exprs=qi_exprs)
-    return {
-        "source": str(policy.source),
+    assessed["source"] = str(source)
+    out = {
+        "source": str(source),
         "dialect": be.dialect,
         "node": node_map(plan, node),
         "rows": plan.n_rows,
@@ -54,6 +59,9 @@ def evaluate_node(be: Backend, policy: Policy, levels: str) -> dict[str, Any]:
         "assess_scope": "the source generalised to this node, before suppression",
         "assess": assessed,
     }
+    if pert.measured is not None:
+        out["perturbation"] = pert.measured
+    return out
 
 
 def parse_ks(text: str) -> list[int]:
@@ -87,6 +95,7 @@ def profile(
     """For each k: the policy with that k, searched, its optimum by ``metric`` and all its metrics."""
     metric = metric or policy.search.metric
     _spec(metric)
+    source, policy = policy.source, materialise(be, policy).policy
     algorithm = algorithm or policy.search.algorithm
     rows = []
     info = None
@@ -130,7 +139,7 @@ def profile(
         )
         rows.append(entry)
     return {
-        "source": str(policy.source),
+        "source": str(source),
         "dialect": be.dialect,
         "metric": metric,
         "algorithm": algorithm,

@@ -133,7 +133,7 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
         "dedup": dedup,
         "row_text": _row_text(policy) if dedup else None,
         "key_expr": (
-            Sql(f"t.{rowtext} || '#' || CAST(ROW_NUMBER() OVER (PARTITION BY t.{rowtext}) AS TEXT)")
+            Sql(f"t.{rowtext} || '#' || CAST(ROW_NUMBER() OVER (PARTITION BY t.{rowtext} ORDER BY t.{rowtext}) AS TEXT)")
             if dedup
             else Sql(_text(exp.column(exp.to_identifier(policy.key, quoted=True), table="t")).sql(CANONICAL))
         ),
