@@ -284,7 +284,8 @@ def big(tmp_path_factory):  # noqa: ANN001, ANN201
     con = duckdb.connect(str(path))
     con.execute(
         "CREATE TABLE main.t AS SELECT i AS id, 'all' AS grp, 50 + (i % 41) AS a, (i * 7919) % 1000 AS b,"
-        " ['x', 'y', 'y', 'z', 'z', 'z', 'z', 'w'][1 + i % 8] AS c, 70.0 + (i % 13) AS w FROM range(1, 20001) t(i)"
+        " ['x', 'y', 'y', 'z', 'z', 'z', 'z', 'w'][1 + i % 8] AS c, 70.0 + (i % 13) AS w"
+        " FROM range(1, 20001) t(i)"
     )
     con.close()
     return f"duckdb:///{path}"

@@ -159,6 +159,54 @@ def print_assess(
             f"suppression limit {s['limit']:.2%} ({s['allowed_records']} records); "
             f"records violating any requirement: {s['records_violating_any']}"
         )
+    if a.get("perturbation"):
+        print_perturbation(a["perturbation"], console, quiet=quiet)
+
+
+def _risk_text(m: Mapping[str, Any]) -> str:
+    r = m.get("risk") or {}
+    if m.get("posterior"):
+        return f"P(true | rarest value published) {_fmt(m['posterior']['rarest'])}"
+    if "min_within_2delta" in r:
+        return (
+            f"delta {_fmt(r['delta'])}; at least {r['min_within_2delta']} records within 2 delta of "
+            f"any value; {r['share_below_k']:.1%} below k, {r['share_below_half_k']:.1%} below k/2"
+        )
+    if "groups" in r:
+        return f"{r['groups']} groups of {r['smallest_group']} to {r['largest_group']} records"
+    if "block" in r:
+        return f"blocks of {r['block']} ranks (a value moves fewer than {r['block']} ranks)"
+    return "-"
+
+
+def print_perturbation(p: Mapping[str, Any], console: Console | None = None, *, quiet: bool = False) -> None:
+    """What perturbation did to each column: seed 003's estimators, the fit, the risk figure."""
+    console = console or make_console()
+    t = Table(title="perturbed columns")
+    for col in ("column", "method", "changed", "bias", "RMSE", "mean before/after", "fit", "risk"):
+        t.add_column(col)
+    for name, m in p.items():
+        mean = m.get("mean")
+        means = f"{_fmt(mean['original'])} / {_fmt(mean['perturbed'])}" if mean else "-"
+        if "ks" in m:
+            ks = m["ks"]
+            fit = f"KS {_fmt(ks['statistic'])} (5% critical {_fmt(ks['critical_5pct'])})"
+        else:
+            chi = m.get("chi_square") or {}
+            fit = f"chi2 {_fmt(chi.get('statistic'))}, df {chi.get('df')}"
+        risk = _risk_text(m)
+        cells = (name, m["describe"], _fmt(m.get("changed_share")), _fmt(m.get("bias")), _fmt(m.get("rmse")))
+        t.add_row(*map(_cell, (*cells, means, fit, risk or "-")))
+    console.print(t)
+    _explain(
+        console,
+        quiet,
+        "Each perturbed column against its original: the share of values changed, the bias (mean "
+        "change, 0 is best) and RMSE (typical size of a change, lower keeps more utility), the fit "
+        "of the distributions (below the critical value: not distinguishable), and the protection "
+        "(k-noise: records within 2 delta of each value, at least k/2 expected; PRAM: the chance a "
+        "published rare value is the true one, lower is better).",
+    )
 
 
 def print_anonymise(
@@ -181,6 +229,8 @@ def print_anonymise(
     )
     if r.get("excluded_columns"):
         console.print(f"not published (undeclared): {_e(', '.join(r['excluded_columns']))}")
+    if r.get("perturbation"):
+        print_perturbation(r["perturbation"], console, quiet=quiet)
     if r.get("sql"):
         console.print(r["sql"] + ";", markup=False, highlight=False)
     if r.get("published"):
@@ -226,6 +276,8 @@ def print_evaluate(
         "lower value is better, 'range' what values are possible.",
     )
     print_assess(r["assess"], console, title=f"Assessment ({r['assess_scope']}) of", quiet=quiet)
+    if r.get("perturbation"):
+        print_perturbation(r["perturbation"], console, quiet=quiet)
 
 
 def print_profile(

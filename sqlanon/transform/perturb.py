@@ -124,6 +124,7 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
         out_cols.append({"expr": cols[i]["aux"], "alias": cols[i]["aux"]})
     dedup = policy.key is None
     rowtext = ident(f"{p}rowtext")
+    dup = f"ROW_NUMBER() OVER (PARTITION BY t.{rowtext} ORDER BY t.{rowtext})"  # T-SQL needs the ORDER BY
     return {
         "source": policy.source,
         "base": ident(f"{p}base"),
@@ -133,7 +134,7 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
         "dedup": dedup,
         "row_text": _row_text(policy) if dedup else None,
         "key_expr": (
-            Sql(f"t.{rowtext} || '#' || CAST(ROW_NUMBER() OVER (PARTITION BY t.{rowtext} ORDER BY t.{rowtext}) AS TEXT)")
+            Sql(f"t.{rowtext} || '#' || CAST({dup} AS TEXT)")
             if dedup
             else Sql(_text(exp.column(exp.to_identifier(policy.key, quoted=True), table="t")).sql(CANONICAL))
         ),
