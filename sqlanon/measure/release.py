@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from sqlanon.engines import Backend
-from sqlanon.measure.assessment import FrequencyTables, assess
+from sqlanon.measure.assessment import EPS, FrequencyTables, assess
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
@@ -38,6 +39,10 @@ def release_check(
         privacy=dataclasses.replace(policy.privacy, suppression=0.0),
     )
     result = assess(be, check_policy, reference=reference, population_exprs=population_exprs)
+    # Measured with no suppression (every class of the release must hold), but the limit the
+    # release was made under is the policy's: report that one, not 0.
+    limit = policy.privacy.suppression
+    result["suppression"].update(limit=limit, allowed_records=math.floor(limit * n_rows + EPS))
     missing = n_rows - result["rows"]
     bad = [req for req, ok in result["satisfied"].items() if not ok and req != "all"]
     if not bad and not result["satisfied"].get("all", True):
