@@ -24,7 +24,7 @@ ACTIONS = ("drop", "mask", "hash")
 L_KINDS = ("distinct", "entropy", "recursive")
 T_MEASURES = ("emd-equal", "emd-ordered", "kl")
 RISK_KINDS = ("prosecutor", "average", "marketer", "journalist")
-ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive")
+ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive", "mondrian")
 PUBLISH_AS = ("view", "table")
 
 

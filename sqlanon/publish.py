@@ -36,13 +36,16 @@ from sqlanon.lattice import (
     prepare,
     run_search,
 )
+from sqlanon.lattice.mondrian import MondrianResult, mondrian
+from sqlanon.measure.release import release_check
 from sqlanon.metrics import choose, score, value
 from sqlanon.metrics.optimum import check_node_release
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
-from sqlanon.transform.perturb import materialise, search_policy
-from sqlanon.transform.release import check_hash_release, release_context, release_sql
+from sqlanon.transform.partition import TreeCut, partition_context
+from sqlanon.transform.perturb import Perturbed, materialise, search_policy
+from sqlanon.transform.release import check_hash_release, internal_prefix, release_context, release_sql
 
 
 def _drop(be: Backend, rel: Relation, kind: str) -> None:
@@ -72,6 +75,10 @@ def anonymise(
     plan = prepare(be, pert.policy)
     metric = metric or policy.search.metric
     out: dict[str, Any] = {}
+    if (algorithm or policy.search.algorithm) == "mondrian":
+        if levels is not None:
+            raise SqlanonError("--levels: a Mondrian release has no levels; drop --levels or the algorithm")
+        return _anonymise_mondrian(be, policy, plan, pert, out, kind, target, replace, dry_run, pre, progress)
     if levels is None:
         result = run_search(plan, algorithm or policy.search.algorithm, progress)
         node, best = choose(plan, result, metric)
@@ -194,6 +201,7 @@ def _publish(
     suppressed: int,
     pre: Preflight,
     perturb: dict[str, Any] | None = None,
+    partition: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build, verify and swap in ONE transaction (DuckDB and PostgreSQL have transactional DDL).
 
@@ -212,7 +220,7 @@ def _publish(
         home = Relation(target.name, pre.target.schema, catalog)
     staging = home.with_name(f"sqlanon_stage_{tag}")
     old = home.with_name(f"sqlanon_old_{tag}")
-    ctx = release_context(policy, plan.hierarchies, node, src_cols, perturb)
+    ctx = release_context(policy, plan.hierarchies, node, src_cols, perturb, partition)
     with be.atomic() as commit:
         be.execute(f"publish/create_{kind}", kind="create", target=staging, **ctx)
         for grantee, privilege, grantable in pre.grants:
@@ -224,7 +232,7 @@ def _publish(
                 privilege=_privilege(privilege),
                 grantable=grantable,
             )
-        published = verify(plan, staging, node)
+        published = verify(plan, staging, node if partition is None else None)
         # The swap: readers see the old target or the new one, never neither.
         existing = identify(be, target, "target")
         if existing is not None:
@@ -250,10 +258,15 @@ def _privilege(name: str) -> Sql:
     return Sql(name.upper())
 
 
-def verify(plan: Plan, rel: Relation, node: Node) -> dict[str, Any]:
+def verify(plan: Plan, rel: Relation, node: Node | None) -> dict[str, Any]:
     """Measure the new relation: every requirement must hold in every class (suppression is already
     applied), and at most the allowed number of records may be missing."""
-    result, bad, missing = check_node_release(plan, rel, node)
+    if node is None:  # a Mondrian release: no node to generalise the population to
+        result, bad, missing = release_check(
+            plan.be, plan.policy, rel, reference=plan.base, n_rows=plan.n_rows, population_exprs=None
+        )
+    else:
+        result, bad, missing = check_node_release(plan, rel, node)
     if bad or missing > plan.allowed:
         why = (
             f"requirements failing: {', '.join(bad)}"
@@ -265,6 +278,85 @@ def verify(plan: Plan, rel: Relation, node: Node) -> dict[str, Any]:
         )
     result["suppressed_records"] = missing
     return result
+
+
+def _anonymise_mondrian(
+    be: Backend,
+    policy: Policy,
+    plan: Plan,
+    pert: Perturbed,
+    out: dict[str, Any],
+    kind: str,
+    target: Relation | None,
+    replace: bool,
+    dry_run: bool,
+    pre: Preflight,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    """Mondrian instead of a lattice search: partition, then publish the local recoding exactly as
+    a node's release (one transaction, measured again)."""
+    src, ctx = mondrian_release(plan, policy)
+    res = src[0]
+    top = tuple(0 for _ in plan.heights)
+    out.update(
+        {
+            "algorithm": "mondrian",
+            "node": {},
+            "minimal_nodes": [],
+            "nodes_total": 0,
+            "nodes_checked": 0,
+            "queries": res.queries,
+            "rounds": res.rounds,
+            "partitions": res.partitions,
+            "optimum": {"metric": "ncp", "value": res.metrics["ncp"]},
+            "mondrian": res.metrics,
+            "suppressed_records": 0,
+            "rows": plan.n_rows,
+            "target": str(target) if target else None,
+            "publish_as": kind,
+        }
+    )
+    if pert.measured is not None:
+        out["perturbation"] = pert.measured
+    src_cols = src[1]
+    out["excluded_columns"] = [c for c in src_cols if c not in {s.name for s in policy.columns}]
+    out["sql"] = release_sql(
+        policy,
+        plan.hierarchies,
+        top,
+        be.dialect,
+        target or Relation("release"),
+        kind,
+        src_cols,
+        pert.ctx,
+        ctx,
+    )
+    if dry_run:
+        out["published"] = None
+        return out
+    assert target is not None
+    out["sql"] = None
+    out["leftovers"] = [str(r) for r in leftovers(be)]
+    out["published"] = _publish(be, policy, plan, top, target, kind, replace, src_cols, 0, pre, pert.ctx, ctx)
+    return out
+
+
+def mondrian_release(plan: Plan, policy: Policy) -> tuple[tuple[MondrianResult, list[str]], dict[str, Any]]:
+    """Run Mondrian on ``plan`` and build the release's partition context (``policy``: the
+    user's policy, whose column names the release reads)."""
+    res = mondrian(plan)
+    be = plan.be
+    cols = be.require_columns(policy.source, "source")
+    types = {c.name: c for c in cols}
+    tree = {
+        pid: TreeCut(res.dims[c.dim].name, res.dims[c.dim].numeric, c.med, c.med_text, c.left, c.right)
+        for pid, c in res.cuts.items()
+    }
+    numeric = {d.name: d.numeric for d in res.dims}
+    names = [c.name for c in cols]
+    internal = internal_prefix(names + [c.name for c in policy.columns])
+    ctx = partition_context(plan.policy, plan.hierarchies, tree, numeric, types, internal)
+    return (res, names), ctx
 
 
 def compile_release(

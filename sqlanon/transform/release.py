@@ -42,8 +42,11 @@ def release_context(
     node: Node,
     source_columns: list[str] | None = None,
     perturb: dict[str, Any] | None = None,
+    partition: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Template context for ``publish/_release``: output columns, class expressions, checks.
+    With ``partition`` (:func:`sqlanon.transform.partition.partition_context`) the QIs are their
+    Mondrian partition's labels and the classes are the partitions.
 
     With perturbation the release reads the perturbed rows (``perturb``: the context of
     ``templates/_macros/perturb.sql.j2``, built from the source's typed columns; without it, from
@@ -66,6 +69,8 @@ def release_context(
             expr = Sql("'*'") if spec.action == "mask" else _hash(col)
         elif spec.perturb is not None:
             expr = col  # the perturbed value (the release reads the perturbed rows)
+        elif spec.role == "quasi" and partition is not None:
+            expr = partition["label_cols"][name]
         elif spec.role == "quasi":
             h, lvl = by_name[name]
             expr = h.sql(int(lvl or 0), col)
@@ -97,8 +102,9 @@ def release_context(
     return {
         "source": policy.source,
         "pt": perturb,
+        "mp": partition,
         "out_cols": out_cols,
-        "class_exprs": class_exprs,
+        "class_exprs": [partition["pid"]] if partition is not None else class_exprs,
         "cid_alias": ident(f"{internal}cid"),
         "attrs": attrs,
         "any_check": Sql(any_check.sql(CANONICAL)),
@@ -146,8 +152,9 @@ def release_sql(
     kind: str = "view",
     source_columns: list[str] | None = None,
     perturb: dict[str, Any] | None = None,
+    partition: dict[str, Any] | None = None,
 ) -> str:
-    ctx = release_context(policy, hierarchies, node, source_columns, perturb)
+    ctx = release_context(policy, hierarchies, node, source_columns, perturb, partition)
     return to_sql(f"publish/create_{kind}", dialect, kind="create", target=target, **ctx)
 
 

@@ -1,0 +1,111 @@
+"""The release of a Mondrian partitioning (local recoding, seed 002 section 4.3) as SQL.
+
+The cut tree becomes one nested CASE over the quasi-identifiers (``value <= median`` goes left),
+which gives every record its partition at read time, so the release is a view as well as a table
+and rows added later fall into the partition their values belong to. Each record's QIs are then
+replaced by its partition's summary, computed from the records of the partition: ``[lo-hi]`` for
+a QI cut on its numbers (the value alone when lo = hi), the lowest common label of its hierarchy
+for a QI with one, and the set of its values ``{a,b}`` (sorted; one value shown alone) otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from sqlanon.engines import Column
+from sqlanon.errors import SqlanonError
+from sqlanon.policy import Policy
+from sqlanon.sql.builders import as_text, concat
+from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
+from sqlanon.transform.hierarchy import Hierarchy
+
+#: Partitions a published release may hold: the CASE tree has one branch per cut.
+MAX_PARTITIONS = 50_000
+
+
+@dataclass(frozen=True)
+class TreeCut:
+    """A cut as the release needs it: the QI's column, how to compare, the median, the children."""
+
+    column: str
+    numeric: bool  # compare as numbers (the median is ``med``) or as values (``med_text``)
+    med: float
+    med_text: str | None
+    left: int
+    right: int
+
+
+def _median_literal(cut: TreeCut, col: Column | None) -> exp.Expression:
+    if cut.numeric or (col is not None and col.numeric):
+        value = float(cut.med if cut.numeric else float(cut.med_text or 0))
+        return exp.Literal.number(repr(int(value)) if value.is_integer() else repr(value))
+    text = exp.Literal.string(cut.med_text or "")
+    if col is not None and col.temporal:
+        return exp.cast(text, exp.DataType.build("timestamp" if "time" in col.type.lower() else "date"))
+    return text
+
+
+def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: str) -> Sql:
+    """The partition id of a record of ``table``: a CASE per cut, the leaves' ids at the bottom."""
+    if len(cuts) + 1 > MAX_PARTITIONS:
+        raise SqlanonError(
+            f"mondrian: {len(cuts) + 1:,} partitions; a published release holds at most {MAX_PARTITIONS:,} "
+            "(one CASE branch per cut): raise k"
+        )
+
+    def build(pid: int) -> exp.Expression:
+        cut = cuts.get(pid)
+        if cut is None:
+            return exp.Literal.number(pid)
+        col = exp.column(exp.to_identifier(cut.column, quoted=True), table=table)
+        cond = exp.LTE(this=col, expression=_median_literal(cut, types.get(cut.column)))
+        return exp.Case(ifs=[exp.If(this=cond, true=build(cut.left))], default=build(cut.right))
+
+    return Sql(build(0).sql(CANONICAL))
+
+
+def partition_context(
+    policy: Policy,
+    hierarchies: list[Hierarchy],
+    cuts: Mapping[int, TreeCut],
+    numeric: Mapping[str, bool],
+    types: Mapping[str, Column],
+    internal: str,
+) -> dict[str, Any]:
+    """Context for the partition CTEs of ``templates/publish/_release.sql.j2`` and the output
+    expression of each QI (its label column)."""
+    pid = ident(f"{internal}pid")
+    labels, sets, label_cols = [], [], {}
+    for j, h in enumerate(hierarchies):
+        col = ident(h.column)
+        alias = ident(f"{internal}label_{j}")
+        label_cols[h.column] = alias
+        spec = next(c for c in policy.quasi if c.name == h.column)
+        if numeric.get(h.column):
+            lo, hi = f"MIN({col})", f"MAX({col})"
+            rng = concat(lit("["), as_text(lo), lit("-"), as_text(hi), lit("]"))
+            expr = Sql(f"CASE WHEN {lo} = {hi} THEN {as_text(lo)} ELSE {rng} END")
+            labels.append({"alias": alias, "expr": expr})
+        elif spec.hierarchy is not None:
+            whens = []
+            for lvl in range(h.height):
+                e = as_text(h.sql(lvl, col))
+                whens.append(f"WHEN COUNT(*) = COUNT({e}) AND MIN({e}) = MAX({e}) THEN MIN({e})")
+            labels.append({"alias": alias, "expr": Sql(f"CASE {' '.join(whens)} ELSE '*' END")})
+        else:
+            v = Sql(f"COALESCE({as_text(col)}, 'NULL')")
+            sets.append({"alias": alias, "name": ident(f"{internal}set_{j}"), "value": v})
+    return {
+        "pid": pid,
+        "tree": tree_sql(cuts, types, "s"),
+        "base": ident(f"{internal}parts"),
+        "labels_cte": ident(f"{internal}labels"),
+        "out": ident(f"{internal}local"),
+        "labels": labels,
+        "sets": sets,
+        "label_cols": label_cols,
+    }
