@@ -32,7 +32,7 @@ from sqlanon.report import (
     print_evaluate,
     print_profile,
 )
-from sqlanon.transform.examples import node_examples
+from sqlanon.transform.examples import node_examples, sample_labels, unlabelled
 
 DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
 
@@ -118,11 +118,18 @@ def _quiet(flag: bool) -> bool:
     return flag or bool(ctx is not None and ctx.find_root().params.get("quiet"))
 
 
-def _examples(policy: str, node: dict[str, int] | None, assessed: dict[str, Any] | None = None) -> Any:
-    """An example label per QI of ``node`` (a class of the release, else the policy's labels)."""
-    if not node:
-        return None
-    return node_examples(build_hierarchies(api.load_policy(policy)), node, class_labels(assessed))
+def _examples(policy: str, db: str | None, nodes: list[Any], assessed: dict[str, Any] | None = None) -> Any:
+    """An example label per QI of each node: a class of the release, else the policy's labels,
+    else the labels of one row of the source (one LIMIT 1 query per QI that needs one)."""
+    pol = api.load_policy(policy)
+    hs = build_hierarchies(pol)
+    seen = class_labels(assessed)
+    sampled: dict[str, dict[int, str]] = {}
+    wanted = unlabelled(hs, nodes, seen)
+    if wanted:
+        with contextlib.suppress(SqlanonError), api.connect(db) as be:
+            sampled = sample_labels(be, pol.source, hs, wanted)
+    return [node_examples(hs, n, seen, sampled) if n else None for n in nodes]
 
 
 @main.command()
@@ -228,7 +235,7 @@ def anonymise(
         _emit_json(result)
         return
     sql = result.get("sql")
-    examples = _examples(policy, result.get("node"), result.get("published"))
+    examples = _examples(policy, db, [result.get("node")], result.get("published"))[0]
     print_anonymise({**result, "sql": None}, make_console(), examples=examples, quiet=_quiet(quiet))
     if sql:
         # Byte-exact whatever the terminal: never through rich, which wraps long lines.
@@ -279,7 +286,7 @@ def evaluate(policy: str, levels: str, db: str | None, as_json: bool, quiet: boo
     if as_json:
         _emit_json(result)
     else:
-        examples = _examples(policy, result["node"], result.get("assess"))
+        examples = _examples(policy, db, [result["node"]], result.get("assess"))[0]
         print_evaluate(result, make_console(), examples=examples, quiet=_quiet(quiet))
     if not result["satisfies"]:
         sys.exit(1)
@@ -315,7 +322,7 @@ def profile(
     if as_json:
         _emit_json(result)
     else:
-        examples = [_examples(policy, e.get("node")) for e in result["profile"]]
+        examples = _examples(policy, db, [e.get("node") for e in result["profile"]])
         print_profile(result, make_console(), examples=examples, quiet=_quiet(quiet))
 
 

@@ -4,14 +4,23 @@ are the seed-001 article's own (postcode 476**, the fixture policy's 'Under 30' 
 
 from __future__ import annotations
 
+import datetime
+import io
 import json
+import re
 from pathlib import Path
 
+import yaml
+from rich.console import Console
+
+from sqlanon.engines import session
 from sqlanon.lattice import build_hierarchies
 from sqlanon.policy import parse_policy
-from sqlanon.transform.examples import node_examples
-from tests.conftest import ROOT, TestDB, with_patients
-from tests.helpers import cli
+from sqlanon.relation import Relation
+from sqlanon.report import print_evaluate, print_profile
+from sqlanon.transform.examples import node_examples, sample_labels, unlabelled
+from tests.conftest import PATIENT_TYPES, ROOT, TestDB, patients_rows, with_patients
+from tests.helpers import cli, cli_json, write_policy
 
 POLICY = str(ROOT / "fixtures" / "patients.yaml")
 NODE = "Postcode=2 (476**), Age=1 (Under 30)"
@@ -52,8 +61,8 @@ def test_anonymise_profile_assess_and_demo(db: TestDB, tmp_path: Path) -> None:
     code, out, err = cli("profile", POLICY, "--db", url, "--k", "2,3")
     assert code == 0, err
     # No class measured: Age's label comes from the policy (the first cut's label), the mask's
-    # example is left out rather than queried.
-    assert "│ 2, 1 (Under 30)" in out and "One column per k" in out
+    # from one row of the source (476** or 479**, whichever row the engine reads first).
+    assert re.search(r"│ 2 \(47[69]\*\*\), 1 \(Under 30\)", out) and "One column per k" in out
     code, out, _ = cli("profile", POLICY, "--db", url, "--k", "2,3", "-q")
     assert "One column per k" not in out
     code, out, _ = cli("assess", POLICY, "--db", url)
@@ -86,3 +95,158 @@ def test_examples_from_maps_cuts_and_the_top() -> None:
     assert node_examples(hs, {"a": 2, "b": 1, "c": 3, "d": 0}) == {"a": "h", "b": "<10", "c": "*", "d": None}
     # A measured class's label wins over the policy's.
     assert node_examples(hs, {"a": 1}, {"a": "g2"}) == {"a": "g2"}
+
+
+def _policy(tmp_path: Path, name: str = "policy.yaml", **privacy: object) -> str:
+    pol = yaml.safe_load(Path(POLICY).read_text(encoding="utf-8"))
+    pol["privacy"].update(privacy)
+    return str(write_policy(tmp_path, pol, name))
+
+
+def test_suppression_said_without_contradiction(db: TestDB, tmp_path: Path) -> None:
+    """k = 2 with 12 % suppression (1 of 9 records) at Postcode=1, Age=1: classes 4767*/Under 30
+    (Alice, Bob, Caroline), 4767*/30 to 40 (Harry, alone), 4790*/Over 40 (3), 4760*/30 to 40 (Geri,
+    Ingrid). Before suppression k = 1; k >= 2 holds once Harry is suppressed, which the limit
+    allows. Issue 16: `evaluate` printed "k = 1" beside "k ... holds: yes"."""
+    url = with_patients(db).url
+    policy = _policy(tmp_path, k=2, suppression=0.12)
+    code, out, err = cli("evaluate", policy, "--db", url, "--levels", "Postcode=1,Age=1")
+    assert code == 0, err
+    assert "k = 1 (smallest class, before suppression); records in classes smaller than k=2: 1" in out
+    assert re.search(r"│ k >= 2 +│ 1 +│ yes, after suppression +│", out)
+    assert re.search(r"│ all requirements +│ 1 +│ yes, after suppression +│", out)
+    assert not re.search(r"│ k +│", out)  # the bare JSON key is not a label for people
+    assert "suppression limit 12.00% (1 records); records violating any requirement: 1" in out
+    assert (
+        "k = 1 before suppression; k >= 2 holds after suppressing the 1 record(s) in smaller "
+        "classes (within the limit of 1)" in out
+    )
+    # JSON keeps its keys.
+    r = cli_json("evaluate", policy, "--db", url, "--levels", "Postcode=1,Age=1")
+    assert r["assess"]["satisfied"] == {"k": True, "all": True} and r["assess"]["violations"] == {"k": 1}
+    # Published: measured after suppression (8 rows, k = 2) under the policy's limit, not 0.
+    code, out, err = cli("anonymise", policy, "--db", url, "--levels", "Postcode=1,Age=1", "--as", "table")
+    assert code == 0, err
+    pub = out[out.index("Published") :]
+    assert "rows 8, equivalence classes 3, k = 2 (smallest class);" in pub
+    assert "policy requirements (after suppression)" in pub and "yes, after suppression" not in pub
+    assert (
+        "suppression limit 12.00% (1 records); records suppressed: 1; records violating any "
+        "requirement: 0" in pub
+    )
+    assert "before suppression" not in pub
+
+
+def test_published_shows_the_policys_suppression_limit(db: TestDB, tmp_path: Path) -> None:
+    """Issue 16: after publishing a 2 % policy the summary said "suppression limit 0.00%". 2 % of 9
+    records is 0 records (floor(0.18)); 12 % is 1, which the release at Postcode=1, Age=1 uses."""
+    url = with_patients(db).url
+    policy = _policy(tmp_path, k=3, suppression=0.02)
+    r = cli_json("anonymise", policy, "--db", url, "--as", "table")
+    assert r["node"] == {"Postcode": 2, "Age": 1}
+    s = r["published"]["suppression"]
+    assert (s["limit"], s["allowed_records"], s["records_violating_any"]) == (0.02, 0, 0)
+    assert r["published"]["suppressed_records"] == 0
+    code, out, err = cli("anonymise", policy, "--db", url, "--as", "table", "--replace")
+    assert code == 0, err
+    assert "suppression limit 2.00% (0 records); records suppressed: 0;" in out
+    r = cli_json(
+        "anonymise", _policy(tmp_path, "p12.yaml", k=2, suppression=0.12), "--db", url,
+        "--levels", "Postcode=1,Age=1", "--as", "table", "--replace",
+    )  # fmt: skip
+    s = r["published"]["suppression"]
+    assert (s["limit"], s["allowed_records"], r["published"]["suppressed_records"]) == (0.12, 1, 1)
+    assert r["published"]["rows"] == 8 and r["published"]["k"] == 2
+
+
+def test_two_sensitive_attributes_each_requirement_once(db: TestDB, tmp_path: Path) -> None:
+    """Lower-case sensitive attributes: ``l[disease]`` was read as rich markup and vanished, so
+    the rows of `disease` and `patientname` printed identically. Each requirement once, named.
+    At the source every class is one record (nine ages): all nine break k >= 2, l >= 2 (one
+    value per class) and the prosecutor bound (1/1 > 0.5)."""
+    cols, rows = patients_rows()
+    db.load("people", [c.lower() for c in cols], rows, PATIENT_TYPES)
+    policy = {
+        "source": f"{db.schema}.people",
+        "columns": {
+            "patientid": {"role": "identifier"},
+            "postcode": {"role": "quasi", "hierarchy": {"mask": "right", "levels": 5}},
+            "age": {"role": "quasi", "hierarchy": {"interval": {"cuts": [30, 41]}}},
+            "disease": {"role": "sensitive"},
+            "patientname": {"role": "sensitive"},
+        },
+        "privacy": {
+            "k": 2,
+            "l": {"disease": 2, "patientname": 2},
+            "t": {"disease": 0.6, "patientname": 0.9},
+            "risk": {"prosecutor": 0.5},
+        },
+    }
+    code, out, err = cli("assess", str(write_policy(tmp_path, policy)), "--db", db.url)
+    assert code == 1, err
+    table = out[out.index("policy requirements") :]
+    labels = re.findall(r"^│ (.+?) +│ +(\S+) +│", table, flags=re.M)
+    assert labels == [
+        ("k >= 2", "9"),
+        ("l[disease]: distinct l >= 2", "9"),
+        ("l[patientname]: distinct l >= 2", "9"),
+        ("t[disease]: emd-equal <= 0.6", labels[3][1]),
+        ("t[patientname]: emd-equal <= 0.9", labels[4][1]),
+        ("risk.prosecutor <= 0.5", "9"),
+        ("all requirements", "9"),
+    ]
+    assert len({lbl for lbl, _ in labels}) == len(labels)
+    # The sensitive attributes' table names both columns.
+    assert re.search(r"┃ measure +┃ disease +┃ patientname +┃", out)
+
+
+def test_example_labels_sampled_from_the_data(db: TestDB, tmp_path: Path) -> None:
+    """Masks, interval widths and dates have no label without a value: where no class was measured
+    one row's labels are read (templates/examples/labels.sql.j2). Postcode=3 is 47*** and Age in
+    widths of 100 is [0-100) for every patient, so the example is the same on every engine."""
+    url = with_patients(db).url
+    code, out, err = cli("anonymise", POLICY, "--db", url, "--dry-run", "--levels", "Postcode=3,Age=2")
+    assert code == 0, err
+    assert "chosen node Postcode=3 (47***), Age=2 (*) (precision" in out
+    pol = yaml.safe_load(Path(POLICY).read_text(encoding="utf-8"))
+    pol["columns"]["Age"] = {"role": "quasi", "hierarchy": {"interval": {"widths": [100, 200]}}}
+    widths = str(write_policy(tmp_path, pol))
+    code, out, err = cli("anonymise", widths, "--db", url, "--dry-run", "--levels", "Postcode=3,Age=1")
+    assert code == 0, err
+    assert "chosen node Postcode=3 (47***), Age=1 ([0-100)) (precision" in out
+    # JSON is unchanged: no labels.
+    argv = ("anonymise", widths, "--db", url, "--dry-run", "--levels", "Postcode=3,Age=1", "--json")
+    code, out, _ = cli(*argv)
+    assert json.loads(out)["node"] == {"Postcode": 3, "Age": 1} and "[0-100)" not in out
+    # Dates: the first row's date is NULL, so the row read is the one with a value.
+    db.load("visits", ["id", "d"], [[1, None], [2, datetime.date(2024, 5, 17)]], ["INTEGER", "DATE"])
+    hs = build_hierarchies(
+        parse_policy(
+            {
+                "source": f"{db.schema}.visits",
+                "columns": {"d": {"role": "quasi", "hierarchy": {"date": ["month", "year"]}}},
+            }
+        )
+    )
+    assert unlabelled(hs, [{"d": 1}, {"d": 2}, {"d": 3}, {"d": 0}]) == {"d": {1, 2}}
+    with session(db.url) as be:
+        got = sample_labels(be, Relation("visits", db.schema), hs, {"d": [1, 2]})
+    assert got == {"d": {1: "2024-05", 2: "2024"}}
+    assert node_examples(hs, {"d": 2}, None, got) == {"d": "2024"}
+    assert node_examples(hs, {"d": 2}, {"d": "2023"}, got) == {"d": "2023"}  # a measured class wins
+
+
+def test_metric_names_never_break_on_a_narrow_terminal(duck_patients: TestDB) -> None:
+    """`profile` folded `suppressed` to `suppresse/d` at 60 columns: metric names stay whole."""
+    url = duck_patients.url
+    r = cli_json("profile", POLICY, "--db", url, "--k", "2,3,5")
+    buf = io.StringIO()
+    print_profile(r, Console(file=buf, width=60, force_terminal=False), quiet=True)
+    text = buf.getvalue()
+    for name in ("suppressed", "private_mi_loss", "non_uniform_entropy"):
+        assert re.search(rf"│ {name} +│", text), name
+    assert not re.search(r"^│ +│", text, flags=re.M)  # no row continued on a second line
+    e = cli_json("evaluate", POLICY, "--db", url, "--levels", "Postcode=2,Age=1")
+    buf = io.StringIO()
+    print_evaluate(e, Console(file=buf, width=60), quiet=True)
+    assert re.search(r"│ non_uniform_entropy +│", buf.getvalue())

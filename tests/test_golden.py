@@ -132,6 +132,10 @@ privacy:
 
             init_policy(be, Relation("patients", "main"))
             hierarchy_csv(be, Relation("patients", "main"), "Age", {"interval": {"widths": [10, 20]}})
+            # The example label of a node's level, where no class was measured (issue 16).
+            from sqlanon.transform.examples import sample_labels
+
+            sample_labels(be, Relation("patients", "main"), plan.hierarchies, {"Postcode": [1, 2]})
         # Perturbation: every method in one chain (templates/_macros/perturb.sql.j2) and every
         # measuring template; the default row key (the whole row), so its SQL is recorded too.
         con = duckdb.connect(str(path))

@@ -86,9 +86,13 @@ def print_assess(
     a: dict[str, Any], console: Console | None = None, title: str | None = None, *, quiet: bool = False
 ) -> None:
     console = console or make_console()
+    # A published relation is measured after suppression (its figures are final); any other
+    # object before it, where records may still be removed.
+    released = "suppressed_records" in a
+    before = ", before suppression" if not released and a["suppression"]["allowed_records"] else ""
     console.print(f"[bold]{_e(title or 'Assessment of')} {_e(a['source'])}[/bold] ({_e(a['dialect'])})")
     console.print(
-        f"rows {a['rows']}, equivalence classes {a['classes']}, k = {a['k']} (smallest class); "
+        f"rows {a['rows']}, equivalence classes {a['classes']}, k = {a['k']} (smallest class{before}); "
         f"records in classes smaller than k={a['policy_k']}: {a['records_below_k']} "
         f"({a['share_below_k']:.2%})"
     )
@@ -141,26 +145,58 @@ def print_assess(
                 desc = "; ".join(f"({_class_text(c['class'])}) n={c['size']} I1={c['i1']:.3g}" for c in top)
                 console.print(f"most disclosive classes for {_e(s)} (I1): {_e(desc)}")
     if a["satisfied"]:
-        t = Table(title="policy requirements")
-        t.add_column("requirement")
-        t.add_column("violating records")
-        t.add_column("holds")
-        for req, ok in a["satisfied"].items():
-            t.add_row(_cell(req), _cell(_fmt(a["violations"].get(req))), _cell(_fmt(ok)))
-        console.print(t)
-        _explain(
-            console,
-            quiet,
-            "Each requirement of the policy, the records in the classes that break it, and whether "
-            "it holds once the suppression limit (records that may be removed) is used.",
-        )
-        s = a["suppression"]
-        console.print(
-            f"suppression limit {s['limit']:.2%} ({s['allowed_records']} records); "
-            f"records violating any requirement: {s['records_violating_any']}"
-        )
+        _print_requirements(a, console, released, quiet)
     if a.get("perturbation"):
         print_perturbation(a["perturbation"], console, quiet=quiet)
+
+
+def _requirement(req: str, a: Mapping[str, Any]) -> str:
+    """A requirement's label as people read it: ``k >= 3`` rather than the JSON key ``k``."""
+    if req == "k":
+        return f"k >= {a['policy_k']}"
+    return "all requirements" if req == "all" else req
+
+
+def _print_requirements(a: Mapping[str, Any], console: Console, released: bool, quiet: bool) -> None:
+    """The requirements table, and what suppression does to them, in words that never contradict
+    the figures above (``k = 1`` beside ``k >= 3 holds: yes`` needs the records suppressed)."""
+    s = a["suppression"]
+    t = Table(title="policy requirements" + (" (after suppression)" if released else ""))
+    t.add_column("requirement")
+    t.add_column("violating records")
+    t.add_column("holds")
+    for req, ok in a["satisfied"].items():
+        n = s["records_violating_any"] if req == "all" else a["violations"].get(req)
+        holds = "yes, after suppression" if ok and n and not released else _fmt(ok)
+        t.add_row(*map(_cell, (_requirement(req, a), _fmt(n), holds)))
+    console.print(t)
+    if released:
+        why = (
+            "Each requirement of the policy in the published relation, from which the records "
+            "that broke one were removed (within the suppression limit): the records in classes "
+            "that still break it (0 is required) and whether it holds in every class."
+        )
+    else:
+        why = (
+            "Each requirement of the policy, the records in the classes that break it, and whether "
+            "it holds once those records are suppressed (removed), which the policy allows up to its "
+            "suppression limit."
+        )
+    _explain(console, quiet, why)
+    limit = f"suppression limit {s['limit']:.2%} ({s['allowed_records']} records)"
+    if released:
+        console.print(
+            f"{limit}; records suppressed: {a['suppressed_records']}; "
+            f"records violating any requirement: {s['records_violating_any']}"
+        )
+        return
+    console.print(f"{limit}; records violating any requirement: {s['records_violating_any']}")
+    below = a["violations"].get("k") or 0
+    if below and a["satisfied"].get("k"):
+        console.print(
+            f"k = {a['k']} before suppression; k >= {a['policy_k']} holds after suppressing the "
+            f"{below} record(s) in smaller classes (within the limit of {s['allowed_records']})"
+        )
 
 
 def _risk_text(m: Mapping[str, Any]) -> str:
@@ -262,7 +298,8 @@ def print_evaluate(
         f"(allowed {r['allowed_suppression']})"
     )
     t = Table(title="utility and information loss of the release")
-    for col in ("metric", "value", "better", "range", "monotone"):
+    t.add_column("metric", no_wrap=True, min_width=_widest(r["metrics"]))
+    for col in ("value", "better", "range", "monotone"):
         t.add_column(col)
     for name, v in r["metrics"].items():
         i = r["metric_info"][name]
@@ -296,10 +333,11 @@ def print_profile(
     rows = r["profile"]
     qis = next((list(e["node"]) for e in rows if e.get("node")), [])
     t = Table(caption=_cell(f"node = levels of {', '.join(qis)}") if qis else None)
-    t.add_column("metric", overflow="fold")
-    t.add_column("better")
+    # Metric names never break (a narrow terminal folded them to `suppresse/d`); values may.
+    t.add_column("metric", no_wrap=True, min_width=_widest(["suppressed", *r["metric_info"]]))
+    t.add_column("better", no_wrap=True)
     for e in rows:
-        t.add_column(f"k={e['k']}", overflow="fold")
+        t.add_column(f"k={e['k']}")  # a value too wide is cut visibly (…), never split
     ex = list(examples or [])
     ex += [None] * (len(rows) - len(ex))
     nodes = [_levels_text(e.get("node"), x) for e, x in zip(rows, ex, strict=True)]
@@ -328,6 +366,10 @@ def _levels_text(node: Mapping[str, int] | None, examples: Mapping[str, str | No
         return "-"
     ex = examples or {}
     return ", ".join(f"{lvl}{_example(ex.get(q))}" for q, lvl in node.items())
+
+
+def _widest(names: Sequence[str] | Mapping[str, Any]) -> int:
+    return max((len(n) for n in names), default=0)
 
 
 def _example(label: str | None) -> str:
