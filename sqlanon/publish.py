@@ -375,6 +375,10 @@ def compile_release(
     pert = materialise(be, policy)
     plan = prepare(be, pert.policy)
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
+    if levels_text is None and policy.search.algorithm == "mondrian":
+        (_res, names), part = mondrian_release(plan, policy)
+        top = tuple(0 for _ in plan.heights)
+        return release_sql(policy, plan.hierarchies, top, dialect, target, kind, names, pert.ctx, part)
     if levels_text is not None:
         node = parse_levels(levels_text, plan.qi_names, plan.heights)
     else:
