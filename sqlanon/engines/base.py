@@ -74,6 +74,7 @@ class Backend:
     #: SELECT and attached as a CTE to every statement that reads it: slower, never writing.
     inline: bool = False
     _inlined: dict[str, exp.Expression] = field(default_factory=dict)
+    _inlined_columns: dict[str, list[Column]] = field(default_factory=dict)
 
     # -- statements -------------------------------------------------------------------------
     def _run(self, sql: str) -> Any:
@@ -112,7 +113,10 @@ class Backend:
 
     # -- catalogue ---------------------------------------------------------------------------
     def columns(self, rel: Relation) -> list[Column]:
-        """The relation's columns in order, read from information_schema (no ORM reflection)."""
+        """The relation's columns in order, read from information_schema (no ORM reflection); an
+        inlined temporary relation's as declared by :meth:`declare_columns`."""
+        if rel.schema is None and rel.catalog is None and rel.name in self._inlined_columns:
+            return list(self._inlined_columns[rel.name])
         rows = self.query(
             "catalog/columns",
             name=rel.name,
@@ -151,12 +155,19 @@ class Backend:
         self._temps.append(rel.name)
         return rel
 
+    def declare_columns(self, rel: Relation, columns: list[Column]) -> None:
+        """The columns of a temporary relation that read-only mode keeps as a CTE, which the
+        catalogue does not list (for one that is read as a source: the perturbed rows)."""
+        if self.inline:
+            self._inlined_columns[rel.name] = list(columns)
+
     def drop_temps(self) -> None:
         """Drop this session's temporary tables (best effort, and even after an interrupt: the
         session ends anyway, and its temporary tables with it)."""
         from sqlalchemy import text
 
         self._inlined.clear()
+        self._inlined_columns.clear()
         with interrupt.deferred():
             if self._conn is not None and self._conn.in_transaction():
                 with contextlib.suppress(Exception):
