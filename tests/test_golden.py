@@ -158,6 +158,11 @@ privacy:
         wide = parse_policy({"source": "main.wide", "seed": 3, "columns": cols_spec, "privacy": {"k": 2}})
         with session(f"duckdb:///{path}") as be:
             anonymise(be, wide, dry_run=True)
+        # Mondrian (its rounds with the l and t statistics of the policy).
+        from sqlanon.policy import Search
+
+        with session(f"duckdb:///{path}") as be:
+            anonymise(be, dataclasses.replace(pol, search=Search("mondrian")), dry_run=True, publish_as="table")
     finally:
         mp.undo()
     return seen

@@ -1,0 +1,1 @@
+CREATE TEMPORARY TABLE "sqlanon_mondrian_00000000_2" AS SELECT b."q_0" AS "q_0", DENSE_RANK() OVER (ORDER BY b."q_0") AS "v_0", b."q_1" AS "q_1", CAST(b."q_1" AS DOUBLE) AS "v_1", b."sid_0", b.cnt, 0 AS pid, 0 AS done FROM "sqlanon_freq_00000000_0" AS b
