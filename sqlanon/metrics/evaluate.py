@@ -9,6 +9,7 @@ from typing import Any
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Evaluator, Plan, Progress, node_map, parse_levels, prepare, run_search
+from sqlanon.lattice.mondrian import mondrian
 from sqlanon.measure.assessment import assess
 from sqlanon.metrics.info import METRIC_INFO, _spec, monotone
 from sqlanon.metrics.optimum import choose
@@ -64,6 +65,26 @@ def evaluate_node(be: Backend, policy: Policy, levels: str) -> dict[str, Any]:
     return out
 
 
+def _mondrian_entry(plan: Plan, k: int, info: dict[str, Any]) -> dict[str, Any]:
+    """A profile row for Mondrian: its partitions and the metrics it defines for a local recoding
+    (NCP, discernibility, average class size; the others are null: they are defined per node)."""
+    try:
+        res = mondrian(plan)
+    except SqlanonError as e:
+        return {"k": k, "node": None, "error": str(e)}
+    vals: dict[str, Any] = {name: None for name in info}
+    vals.update({m: res.metrics[m] for m in ("ncp", "discernibility", "avg_class_size")})
+    return {
+        "k": k,
+        "node": None,
+        "partitions": res.partitions,
+        "optimum": res.metrics["ncp"],
+        "suppressed_records": 0,
+        "classes": res.partitions,
+        "metrics": vals,
+    }
+
+
 def parse_ks(text: str) -> list[int]:
     """``2,3,5`` -> [2, 3, 5] (each k a whole number >= 1).
 
@@ -112,6 +133,9 @@ def profile(
             if cached is not None:
                 plan._sqlanon_metric_tables = cached  # noqa: SLF001
         info = info or metric_info(plan)
+        if algorithm == "mondrian":
+            rows.append(_mondrian_entry(plan, k, info))
+            continue
         result = run_search(plan, algorithm, progress)
         entry: dict[str, Any] = {
             "k": k,

@@ -253,16 +253,29 @@ def print_anonymise(
     quiet: bool = False,
 ) -> None:
     console = console or make_console()
-    if r.get("algorithm") != "given":
+    if r.get("algorithm") not in ("given", "mondrian"):
         console.print(
             f"[bold]{_e(r['algorithm'])}[/bold]: {r['nodes_checked']} node checks over a lattice of "
             f"{r['nodes_total']} nodes; {len(r['minimal_nodes'])} minimal node(s)"
         )
     opt = r["optimum"]
-    console.print(
-        f"chosen node {_e(node_text(r['node'], examples))} ({_e(opt['metric'])} = {_fmt(opt['value'])}); "
-        f"suppressed records: {r['suppressed_records']} of {r['rows']}"
-    )
+    if r.get("algorithm") == "mondrian":
+        m = r["mondrian"]
+        console.print(
+            f"[bold]mondrian[/bold]: {r['partitions']} partitions in {r['rounds']} rounds (smallest "
+            f"{m['smallest_partition']} records); NCP {_fmt(m['ncp'])}, discernibility {m['discernibility']}"
+        )
+        _explain(
+            console,
+            quiet,
+            "Each partition's records share their quasi-identifiers' summary ([lo-hi] ranges, a common "
+            "hierarchy label or the set of values); NCP is the information lost, 0 (none) to 1 (all).",
+        )
+    else:
+        console.print(
+            f"chosen node {_e(node_text(r['node'], examples))} ({_e(opt['metric'])} = {_fmt(opt['value'])}); "
+            f"suppressed records: {r['suppressed_records']} of {r['rows']}"
+        )
     if r.get("excluded_columns"):
         console.print(f"not published (undeclared): {_e(', '.join(r['excluded_columns']))}")
     if r.get("perturbation"):
