@@ -29,7 +29,7 @@ def _x(r: float | None) -> str:
     return "–" if r is None else (f"{r:.0f}x" if r >= 100 else f"{r:.1f}x")
 
 
-MEASUREMENTS = ("floor", "assess", "anonymise_supp0", "anonymise_supp5")
+MEASUREMENTS = ("floor", "assess", "anonymise_supp0", "anonymise_supp5", "mondrian")
 
 
 def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -135,6 +135,20 @@ def render(results: list[dict[str, Any]]) -> str:
             heap = e.get("python_heap_peak_mb") or {}
             cells.append(f"{max(heap.values()):.0f}" if heap else "–")
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    lines.append("")
+    lines.append("| engine | rows | Mondrian k=5 s (x floor) | partitions | rounds | NCP |")
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for engine in _engines(m):
+        for size in sorted(m["sqlanon"].get(engine, {}), key=_size_key):
+            e = m["sqlanon"][engine][size]
+            mo = e.get("mondrian")
+            if not mo or "floor" not in e:
+                continue
+            r = _ratio(mo.get("seconds"), mo.get("_floor", e["floor"]["seconds"]))
+            lines.append(
+                f"| {engine} | {size} | {_fmt(mo.get('seconds'))} ({_x(r)}) | {mo.get('partitions')} "
+                f"| {mo.get('rounds')} | {_fmt(mo.get('ncp'), 4)} |"
+            )
     lines.append("")
     lines.append(
         "| rows | pycanon k / l / t s | pycanon k+l+t / sqlanon assess | anjana k=5 0 % s "

@@ -308,6 +308,21 @@ def worker_main(spec_path: str) -> None:
         res[f"anonymise_supp{round(supp * 100)}"] = repeat(prof, "anonymise", do_anonymise, reps, budget)
         save_partial()
 
+    # (e) Mondrian (issue 11): the partitioning alone (prepare + rounds), k = 5 on the nine QIs.
+    if spec.get("mondrian", True):
+        from sqlanon.lattice import prepare
+        from sqlanon.lattice.mondrian import mondrian
+
+        pol_m = parse_policy(search_policy(0.0), base_dir=ADULT_DIR)
+
+        def do_mondrian() -> dict[str, Any]:
+            with session(url) as be:
+                m = mondrian(prepare(be, pol_m))
+            return {"partitions": m.partitions, "rounds": m.rounds, "ncp": m.metrics["ncp"]}
+
+        res["mondrian"] = repeat(prof, "mondrian", do_mondrian, reps, budget)
+        save_partial()
+
     res["rss_peak_mb"] = round(rss_peak_mb(), 1)
     res["ru_maxrss_mb"] = round(ru_maxrss_mb(), 1)
     res["loadavg_end"] = list(os.getloadavg())
