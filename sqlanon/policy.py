@@ -26,6 +26,7 @@ T_MEASURES = ("emd-equal", "emd-ordered", "kl")
 RISK_KINDS = ("prosecutor", "average", "marketer", "journalist")
 ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive", "mondrian")
 PUBLISH_AS = ("view", "table")
+SUPPRESSION_MODES = ("remove", "mask")
 
 
 def _fail(key: str, msg: str) -> PolicyError:
@@ -108,6 +109,7 @@ class Privacy:
     l: tuple[LRequirement, ...] = ()  # noqa: E741
     t: tuple[TRequirement, ...] = ()
     suppression: float = 0.0
+    suppression_mode: str = "remove"  # remove the records of violating classes, or mask their QIs
     risk: dict[str, float] = field(default_factory=dict)
 
 
@@ -288,7 +290,12 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     sensitive = {c.name for c in columns if c.role == "sensitive"}
 
     priv_raw = _mapping("privacy", data.get("privacy") or {})
-    _known("privacy", priv_raw, ("k", "l", "t", "suppression", "risk"))
+    _known("privacy", priv_raw, ("k", "l", "t", "suppression", "suppression_mode", "risk"))
+    mode = priv_raw.get("suppression_mode", "remove")
+    if mode not in SUPPRESSION_MODES:
+        raise _fail(
+            "privacy.suppression_mode", f"expected one of {', '.join(SUPPRESSION_MODES)}, got {mode!r}"
+        )
     k = None
     if priv_raw.get("k") is not None:
         k = _number("privacy.k", priv_raw["k"], lo=1, integer=True)
@@ -331,7 +338,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         target=target,
         population=population,
         columns=columns,
-        privacy=Privacy(k=k, l=l_req, t=t_req, suppression=suppression, risk=risk),
+        privacy=Privacy(k=k, l=l_req, t=t_req, suppression=suppression, suppression_mode=mode, risk=risk),
         search=Search(algorithm=algorithm, metric=metric),
         publish_as=publish_as,
         base_dir=Path(base_dir),

@@ -14,7 +14,7 @@ from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import _l_rank, _sort_key, requirement_checks
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.relation import Relation
-from sqlanon.sql.builders import hash_text
+from sqlanon.sql.builders import as_text, hash_text
 from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
 from sqlanon.transform.hierarchy import Hierarchy
 from sqlanon.transform.perturb import context as perturb_context
@@ -55,6 +55,7 @@ def release_context(
     if policy.perturbed and perturb is None:
         perturb = perturb_context(policy, None)
     by_name = {h.column: (h, lvl) for h, lvl in zip(hierarchies, node, strict=True)}
+    mask = policy.privacy.suppression_mode == "mask"
     order = source_columns or [c.name for c in policy.columns]
     specs = {c.name: c for c in policy.columns}
     out_cols, class_exprs = [], []
@@ -78,7 +79,10 @@ def release_context(
                 class_exprs.append(expr)  # a constant in a window ORDER BY)
         else:
             expr = col
-        out_cols.append({"alias": col, "expr": expr})
+        masked = Sql(f"r.{col}")
+        if mask and spec.role == "quasi" and spec.perturb is None:
+            expr, masked = as_text(expr), Sql("'*'")  # one type for the kept and the masked rows
+        out_cols.append({"alias": col, "expr": expr, "masked": masked})
     internal = internal_prefix(list(order) + [c.name for c in policy.columns])
     sens = [c.name for c in policy.sensitive]
     used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
@@ -91,6 +95,7 @@ def release_context(
         attrs.append(
             {
                 "p": Sql(f"a{i}"),
+                "pm": Sql(f"a{i}_m"),
                 "sid_alias": ident(f"{internal}sid_{i}"),
                 "sort_key": _sort_key(policy, s, ident(s)),
                 "l_rank": _l_rank(policy, s),
@@ -103,6 +108,7 @@ def release_context(
         "source": policy.source,
         "pt": perturb,
         "mp": partition,
+        "mask": mask,
         "out_cols": out_cols,
         "class_exprs": [partition["pid"]] if partition is not None else class_exprs,
         "cid_alias": ident(f"{internal}cid"),
