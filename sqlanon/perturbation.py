@@ -101,13 +101,15 @@ def parse_perturbation(key: str, spec: Any, role: str) -> Perturbation:
         raise _fail(f"{key}.scale", f"must be > 0, got {spec['scale']!r}")
     k = int(_num(f"{key}.k", spec["k"], lo=2, hi=1e9, integer=True)) if "k" in spec else None
     retain = _num(f"{key}.retain", spec["retain"], lo=0, hi=1) if "retain" in spec else 0.0
-    if method == "pram" and retain >= 1:
-        raise _fail(f"{key}.retain", "1 keeps every value; PRAM needs retain < 1")
+    if method in ("pram", "k-pram") and retain >= 1:
+        raise _fail(f"{key}.retain", f"1 keeps every value; {method} needs retain < 1")
     p = _num(f"{key}.p", spec["p"], lo=0, hi=100) if "p" in spec else None
     if p is not None and p <= 0:
         raise _fail(f"{key}.p", f"must be > 0, got {spec['p']!r}")
     if method == "k-pram" and k is None and "width" not in spec:
         raise _fail(f"{key}.k", "missing; k-pram needs k (groups of k records) or width (equal-width groups)")
+    if "k" in spec and "width" in spec:
+        raise _fail(f"{key}.width", "give k (groups of k records) or width (equal-width groups), not both")
     width = _num(f"{key}.width", spec["width"], lo=0) if "width" in spec else None
     if width is not None and width <= 0:
         raise _fail(f"{key}.width", f"must be > 0, got {spec['width']!r}")

@@ -27,6 +27,9 @@ from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 
 #: Bins of the binned-distribution estimators: equal width over the original's [min, max].
 BINS = 10
+#: The largest magnitude a double holds every whole number up to (2^53): beyond it noise smaller
+#: than the spacing of doubles vanishes and k-noise's gaps round to 0, so those methods refuse it.
+EXACT = 2**53
 
 
 def _prefix(names: list[str]) -> str:
@@ -42,13 +45,27 @@ def _text(e: exp.Expression) -> exp.Expression:
     return exp.cast(e, exp.DataType.build("text"))
 
 
+def _escaped(e: exp.Expression) -> exp.Expression:
+    """The text with ``~`` doubled and ``|`` written ``~!``: no value then contains the separator,
+    so two different rows never give the same row text (``('x|vy', 'z')`` and ``('x', 'y|vz')``
+    would both read ``vx|vy|vz``, and the counter would tell them apart in no fixed order). No
+    backslash: dialects disagree on what one means in a string literal."""
+    doubled = exp.Anonymous(
+        this="REPLACE", expressions=[e, exp.Literal.string("~"), exp.Literal.string("~~")]
+    )
+    return exp.Anonymous(
+        this="REPLACE", expressions=[doubled, exp.Literal.string("|"), exp.Literal.string("~!")]
+    )
+
+
 def _row_text(policy: Policy) -> Sql:
-    """The whole row as text (every declared column, NULL told apart from any value): the default
-    row key, with a duplicate counter appended (identical rows are told apart by their number)."""
+    """The whole row as text (every declared column, NULL told apart from any value, the
+    separator escaped): the default row key, with a duplicate counter appended (identical rows are
+    told apart by their number)."""
     parts: list[exp.Expression] = []
     for c in policy.columns:
         col = exp.column(exp.to_identifier(c.name, quoted=True), table="s")
-        marked = exp.DPipe(this=exp.Literal.string("v"), expression=_text(col))
+        marked = exp.DPipe(this=exp.Literal.string("v"), expression=_escaped(_text(col)))
         parts.append(
             exp.Case(
                 ifs=[
@@ -102,6 +119,7 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
             "n1": n("a"),
             "n2": n("b"),
             "pos": n("pos"),
+            "h": n("h"),  # the helper value of a stage (delta, the minimum, the count, the block)
             "u1": u("a"),
             "u2": u("b"),
             "k": lit(pert.k or 0),
@@ -109,7 +127,7 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
             "retain": lit(float(pert.retain)),
             "p": lit(float(pert.p or 0)),
             "width": lit(float(pert.width)) if pert.width is not None else None,
-            "start": lit(float(pert.start)) if pert.start is not None else Sql("b.lo"),
+            "start": lit(float(pert.start)) if pert.start is not None else Sql(f"b.{n('h')}"),
         }
         if pert.method == "noise":
             c["noise"] = _noise(pert.distribution, float(pert.scale or 0), u("a"), u("b"))
@@ -122,6 +140,7 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
     for i, spec in enumerate(policy.perturbed):
         out_cols.append({"expr": ident(spec.name), "alias": ident(f"{p}x{i}")})
         out_cols.append({"expr": cols[i]["aux"], "alias": cols[i]["aux"]})
+    out_cols.append({"expr": key, "alias": key})  # checked by perturb/keys; never published
     dedup = policy.key is None
     rowtext = ident(f"{p}rowtext")
     dup = f"ROW_NUMBER() OVER (PARTITION BY t.{rowtext} ORDER BY t.{rowtext})"  # T-SQL needs the ORDER BY
@@ -192,8 +211,35 @@ def materialise(be: Backend, policy: Policy) -> Perturbed:
     ctx = context(policy, src_cols)
     spol = search_policy(policy, policy.source)  # refuses before any work when no QI is left
     rows = be.create_temp("perturbed", "perturb/rows", pt=ctx)
+    be.declare_columns(rows, _row_columns(policy, src_cols))  # read-only mode: a CTE
+    _check_keys(be, policy, rows, ctx["key"])
     measured = measure(be, policy, rows, src_cols)
     return Perturbed(dataclasses.replace(spol, source=rows), rows, ctx, measured)
+
+
+def _row_columns(policy: Policy, src_cols: list[Column]) -> list[Column]:
+    """The columns of the perturbed rows as the search reads them: the source's, a perturbed
+    column a double where the method computes one (noise, k-noise, microaggregation)."""
+    computed = {c.name for c in policy.perturbed if c.perturb and c.perturb.method in NUMERIC_METHODS}
+    return [Column(c.name, "DOUBLE") if c.name in computed else c for c in src_cols]
+
+
+def _check_keys(be: Backend, policy: Policy, rows: Relation, key: Sql) -> None:
+    """Refuse a row key that is NULL or repeats (by its text, which is what is hashed)."""
+    nulls, repeats = (int(v or 0) for v in be.query("perturb/keys", source=rows, key=key)[0])
+    if not (nulls or repeats):
+        return
+    if policy.key is None:  # the whole row and a counter: unique by construction
+        raise SqlanonError(f"key: the default row key repeats in {repeats} rows (please report this)")
+    what = " and ".join(
+        s
+        for s in (f"NULL in {nulls} rows" if nulls else "", f"repeated in {repeats} rows" if repeats else "")
+        if s
+    )
+    raise SqlanonError(
+        f"key: {policy.key!r} is {what}; the row key must identify every row "
+        "(or leave key out: the whole row is then the key)"
+    )
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -213,7 +259,19 @@ def measure(be: Backend, policy: Policy, rows: Relation, src_cols: list[Column])
         ctx = {"source": rows, "x": ident(f"{p}x{i}"), "y": ident(spec.name), "aux": ident(f"{p}aux{i}")}
         numeric = src[spec.name].numeric
         row = be.query("perturb/summary", numeric=numeric, **ctx)[0]
-        n, changed, mn, mx = int(row[0] or 0), row[1], row[2], row[3]
+        n, changed = int(row[0] or 0), row[1]
+        mn, mx = (row[2], row[3]) if numeric else (None, None)
+        if mn is not None and not (math.isfinite(float(mn)) and math.isfinite(float(mx))):
+            raise SqlanonError(
+                f"columns.{spec.name}.perturb: {spec.name} holds NaN or infinite values "
+                f"(between {float(mn)} and {float(mx)}); filter or cast them in a view first"
+            )
+        if pert.method in NUMERIC_METHODS and mn is not None and max(abs(mn), abs(mx)) > EXACT:
+            raise SqlanonError(
+                f"columns.{spec.name}.perturb: {pert.method} computes in doubles, which hold whole "
+                f"numbers exactly only up to 2^53; {spec.name} reaches {max(abs(mn), abs(mx))} "
+                "(subtract an offset or rescale it in a view first)"
+            )
         k = pert.k or 0
         if pert.method in ("k-noise", "microaggregate") or (pert.method == "k-pram" and pert.width is None):
             if n < k:
@@ -235,7 +293,9 @@ def measure(be: Backend, policy: Policy, rows: Relation, src_cols: list[Column])
                 }
             )
             if n:
-                lo, hi = float(mn), float(mx) if mx != mn else float(mn) + 1
+                lo, hi = float(mn), float(mx)
+                if not hi > lo:  # one value, or values a double cannot tell apart (beyond 2^53)
+                    hi = lo + max(1.0, abs(lo))
                 ks, bins_mse = be.query("perturb/ks", bins=BINS, lo=lit(lo), hi=lit(hi), **ctx)[0]
                 m["ks"] = {"statistic": _f(ks), "critical_5pct": 1.358 * math.sqrt(2 / n)}
                 m["binned"] = {
