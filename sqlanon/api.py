@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlanon.dbt.project import write_project
 from sqlanon.engines import Backend
 from sqlanon.engines import connect as _connect
 from sqlanon.engines.catalog import identify, leftovers
@@ -383,3 +384,41 @@ def cleanup(db: DatabaseLike, *, drop: bool = False) -> list[str]:
                 be.execute(f"ddl/drop_{rid.kind}", kind="drop", target=rid.relation())
                 be.commit()
         return [f"{rid.kind} {rid}" for rid in found]
+
+
+def dbt_project(
+    policy: PolicyLike,
+    db: DatabaseLike = None,
+    *,
+    project: str | Path,
+    levels: str | Mapping[str, int] | None = None,
+    source: str | None = None,
+    ref: str | None = None,
+    replace: bool = False,
+    algorithm: str | None = None,
+    metric: str | None = None,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """``sqlanon dbt``: search (unless ``levels``), then write the release into the dbt project as
+    ``<model-path>/<target name>.sql`` reading ``source('S', 'T')`` (``source="S.T"``, default the
+    policy source's schema and name) or ``ref(ref)``, its ``.yml`` (columns, the policy's tests),
+    and the package's macros. Returns what was written (``files``: path and status)."""
+    pol = load_policy(policy)
+    text = None
+    if levels is not None:
+        text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+    name = Path(policy).name if isinstance(policy, str | Path) else "a policy mapping"
+    with _session(db) as be:
+        return write_project(
+            be,
+            pol,
+            project,
+            levels=text,
+            source=source,
+            ref=ref,
+            replace=replace,
+            algorithm=algorithm,
+            metric=metric,
+            policy_name=name,
+            progress=progress,
+        )

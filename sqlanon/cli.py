@@ -394,6 +394,40 @@ def hierarchy(
         click.echo(f"note: {nulls} row(s) have NULL in {column}; the file's NULL row covers them", err=True)
 
 
+@main.command(name="dbt")
+@click.argument("policy", type=click.Path(dir_okay=False))
+@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--project", required=True, help="The dbt project's folder (holding dbt_project.yml).")
+@click.option("--levels", default=None, help="Skip the search: this node, e.g. 'Postcode=2,Age=1'.")
+@click.option("--source", default=None, help="SOURCE.TABLE: the model reads source('SOURCE', 'TABLE').")
+@click.option("--ref", default=None, help="The model reads ref('MODEL') instead of a source.")
+@click.option("--replace", is_flag=True, help="Overwrite files of those names that sqlanon did not write.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@_errors
+def dbt(
+    policy: str,
+    db: str,
+    project: str,
+    levels: str | None,
+    source: str | None,
+    ref: str | None,
+    replace: bool,
+    as_json: bool,
+) -> None:
+    """Write the release into a dbt project: a model, its tests (the policy's) and the test macros."""
+    result = api.dbt_project(
+        policy, db, project=project, levels=levels, source=source, ref=ref, replace=replace
+    )
+    if as_json:
+        _emit_json(result)
+        return
+    node = ", ".join(f"{k}={v}" for k, v in result["node"].items())
+    click.echo(f"model {result['model']} ({result['materialized']}) reads {result['source']} at {node}")
+    for f in result["files"]:
+        click.echo(f"{f['status']:<9} {f['path']}")
+    click.echo(f"tests: {', '.join(result['tests']) or 'none'}; run `dbt build` in the project")
+
+
 @main.command()
 @click.option("--db", "db", required=True, help=DB_HELP)
 @click.option("--drop", is_flag=True, help="Drop the leftovers found (default: only list them).")

@@ -181,11 +181,18 @@ def _tsql_window_nulls(tree: exp.Expression) -> exp.Expression:
 AST_PASSES: dict[str, list] = {"tsql": [_tsql_window_nulls], "fabric": [_tsql_window_nulls]}
 
 
-def generate(tree: exp.Expression, dialect: str) -> str:
-    """Generate SQL for ``dialect``; unsupported constructs raise instead of being silently dropped."""
+def dialect_tree(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """The tree as :func:`generate` hands it to sqlglot: placeholders expanded for ``dialect`` and
+    its AST passes applied (the dbt macros, :mod:`sqlanon.dbt.macros`, generate it piecewise)."""
     tree = builders.expand_placeholders(tree, dialect)
     for rewrite in AST_PASSES.get(dialect, []):
         tree = rewrite(tree.copy())
+    return tree
+
+
+def generate(tree: exp.Expression, dialect: str) -> str:
+    """Generate SQL for ``dialect``; unsupported constructs raise instead of being silently dropped."""
+    tree = dialect_tree(tree, dialect)
     # copy=False: the tree was parsed for this call alone (the default deep copy cost ~20 % of
     # the time of generating a search batch).
     return tree.sql(dialect=dialect, copy=False, unsupported_level=sqlglot.ErrorLevel.RAISE)

@@ -1,0 +1,90 @@
+{#- sqlanon's generic data tests (README, *dbt*). Each returns the rows that fail: zero rows pass.
+    The tests check their arguments here and dispatch to the adapter's macro in sqlanon_sql.sql,
+    whose SQL is generated from sqlanon's own templates (duckdb, postgres, spark, sqlserver, and
+    a default for any other adapter). Every call goes through adapter.dispatch(..., 'sqlanon'), so
+    the same files work as the package `sqlanon` (packages.yml) and copied into a project's own
+    macros by `sqlanon dbt`. -#}
+
+{% test sqlanon_k_anonymity(model, quasi_identifiers, k) %}
+{{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_k_anonymity', quasi_identifiers, none) }}
+{{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_k_anonymity', 'k', k, 1, integer=true) }}
+{{ return(adapter.dispatch('test_sqlanon_k_anonymity', 'sqlanon')(model, quasi_identifiers, k)) }}
+{% endtest %}
+
+{% test sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind='distinct', c=none) %}
+{{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_l_diversity', quasi_identifiers, sensitive) }}
+{{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_l_diversity', 'kind', kind, ['distinct', 'entropy', 'recursive']) }}
+{{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_l_diversity', 'l', l, 1, integer=(kind != 'entropy')) }}
+{% if kind == 'recursive' %}
+{{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_l_diversity', 'c', c, 0, exclusive=true) }}
+{% endif %}
+{{ return(adapter.dispatch('test_sqlanon_l_diversity', 'sqlanon')(model, quasi_identifiers, sensitive, l, kind, c)) }}
+{% endtest %}
+
+{% test sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure='emd-equal', order=none, reference=none) %}
+{{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_t_closeness', quasi_identifiers, sensitive) }}
+{{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_t_closeness', 'measure', measure, ['emd-equal', 'emd-ordered', 'kl']) }}
+{{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_t_closeness', 't', t, 0) }}
+{% if order is not none and (order is string or order is not iterable) %}
+{{ exceptions.raise_compiler_error('sqlanon_t_closeness: order: expected a list of values, got ' ~ order) }}
+{% endif %}
+{{ return(adapter.dispatch('test_sqlanon_t_closeness', 'sqlanon')(model, quasi_identifiers, sensitive, t, measure, order, reference)) }}
+{% endtest %}
+
+{% test sqlanon_max_risk(model, quasi_identifiers, max, kind='prosecutor') %}
+{{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_max_risk', quasi_identifiers, none) }}
+{{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_max_risk', 'kind', kind, ['prosecutor', 'average']) }}
+{{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_max_risk', 'max', max, 0, exclusive=true) }}
+{{ return(adapter.dispatch('test_sqlanon_max_risk', 'sqlanon')(model, quasi_identifiers, max, kind)) }}
+{% endtest %}
+
+{#- Column names: a non-empty list of quasi-identifiers, a sensitive attribute apart from them, and
+    none named like the figures the tests return or sqlanon's internal aliases. -#}
+{% macro default__sqlanon_check_columns(test, quasi_identifiers, sensitive) %}
+{%- set reserved = ['class_size', 'distinct_values', 'entropy', 'r1', 'tail', 'distance', 'risk'] -%}
+{%- if quasi_identifiers is string or quasi_identifiers is not iterable or quasi_identifiers | length == 0 -%}
+{{ exceptions.raise_compiler_error(test ~ ': quasi_identifiers: expected a non-empty list of column names, got ' ~ quasi_identifiers) }}
+{%- endif -%}
+{%- for name in quasi_identifiers | list + ([sensitive] if sensitive is not none else []) -%}
+{%- if name is not string -%}
+{{ exceptions.raise_compiler_error(test ~ ': expected column names, got ' ~ name) }}
+{%- elif name | lower in reserved or (name | lower).startswith('sqlanon_') -%}
+{{ exceptions.raise_compiler_error(test ~ ': column ' ~ name ~ ' has the name of a figure the test returns; rename it in a model') }}
+{%- endif -%}
+{%- endfor -%}
+{%- if sensitive is not none and sensitive in quasi_identifiers -%}
+{{ exceptions.raise_compiler_error(test ~ ': sensitive: ' ~ sensitive ~ ' is also a quasi-identifier') }}
+{%- endif -%}
+{% endmacro %}
+
+{% macro default__sqlanon_check_number(test, name, value, least, integer=false, exclusive=false) %}
+{%- if value is not number or value is sameas true or value is sameas false
+      or (integer and value != (value | int)) or value < least or (exclusive and value == least) -%}
+{{ exceptions.raise_compiler_error(test ~ ': ' ~ name ~ ': expected ' ~ ('a whole number' if integer else 'a number')
+   ~ (' above ' if exclusive else ' of at least ') ~ least ~ ', got ' ~ value) }}
+{%- endif -%}
+{% endmacro %}
+
+{% macro default__sqlanon_check_choice(test, name, value, choices) %}
+{%- if value not in choices -%}
+{{ exceptions.raise_compiler_error(test ~ ': ' ~ name ~ ': expected one of ' ~ choices | join(', ') ~ ', got ' ~ value) }}
+{%- endif -%}
+{% endmacro %}
+
+{#- The value order of the sensitive attribute for emd-ordered: its rank in ``order``, else the
+    value itself (as sqlanon's policy key columns.<name>.order). -#}
+{% macro default__sqlanon_order_key(column, order) %}
+{%- if order is none or order | length == 0 -%}
+{{ column }}
+{%- else -%}
+CASE {{ column }}{% for v in order %} WHEN {{ adapter.dispatch('sqlanon_literal', 'sqlanon')(v) }} THEN {{ loop.index0 }}{% endfor %} END
+{%- endif -%}
+{% endmacro %}
+
+{% macro default__sqlanon_literal(value) %}
+{%- if value is number and value is not sameas true and value is not sameas false -%}
+{{ value }}
+{%- else -%}
+'{{ value | string | replace("'", "''") }}'
+{%- endif -%}
+{% endmacro %}
