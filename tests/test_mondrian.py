@@ -40,7 +40,7 @@ def reference(
     numeric: list[bool],
     k: int,
     l_attr: str | None = None,
-    l: int = 0,
+    l: int = 0,  # noqa: E741 - the literature's name
 ) -> set[frozenset[int]]:
     """Mondrian from its definition; the partitions as sets of row ids."""
     axes = []
@@ -235,7 +235,8 @@ def test_adult_ncp_below_full_domain(tmp_path):  # noqa: ANN001
             {**base, "search": {"algorithm": "mondrian"}}, str(path), dry_run=True
         ).to_dict()
         print(
-            f"k={k}: full-domain NCP {full['optimum']['value']:.4f}, Mondrian NCP {mon['optimum']['value']:.4f}"
+            f"k={k}: full-domain NCP {full['optimum']['value']:.4f}, "
+            f"Mondrian NCP {mon['optimum']['value']:.4f}"
         )
         assert mon["optimum"]["value"] < full["optimum"]["value"]
         assert mon["mondrian"]["smallest_partition"] >= k
