@@ -8,10 +8,10 @@ none of its direct predecessors does.
 
 Exhaustive search over all nodes costs ~30 s on DuckDB and 2-3 min on PostgreSQL per policy, and
 a search on PostgreSQL is several times slower than on DuckDB (the CI budget is 45 minutes on two
-cores). So DuckDB runs the whole matrix, and PostgreSQL the cases that prove the most: Incognito
-against PostgreSQL's own exhaustive search (k = 5), and Flash with suppression, with l and with t
-against the DuckDB exhaustive sets (the same data, so the same expected sets). The SQL is the same
-templates on both engines, each of which every other test module runs on both.
+cores). So DuckDB runs the cases below, and PostgreSQL those that prove the most (Incognito at
+k = 5, Flash with suppression, with l and with t), each against the DuckDB exhaustive set (the same
+rows, so the same expected set; PostgreSQL's own exhaustive search, 2-3 minutes, agreed with it on
+k = 5 when this was last measured). The SQL is the same templates on both engines.
 """
 
 from __future__ import annotations
@@ -30,8 +30,12 @@ from tests.conftest import ADULT_COLUMNS, ADULT_DIR, _make_db, read_adult
 
 pytestmark = pytest.mark.slow
 
-K_CASES = [(2, 0.0), (2, 0.05), (5, 0.0), (5, 0.05), (10, 0.0), (10, 0.05)]
-LT_CASES = [("l3", 0.0), ("l3", 0.05), ("t02", 0.0), ("t02", 0.05)]
+# Each case costs one exhaustive search (~30 s on DuckDB); Incognito (40-80 s with its Python
+# re-check) runs where it proves the most: k with and without suppression, and distinct l with
+# suppression (not monotone: the relaxed walk plus the full policy's pass).
+K_CASES = [(5, 0.0, "incognito"), (5, 0.0, "flash"), (5, 0.05, "incognito"), (5, 0.05, "flash")]
+K_CASES += [(10, 0.05, "flash"), (2, 0.0, "flash")]
+LT_CASES = [("l3", 0.05, "incognito"), ("l3", 0.05, "flash"), ("t02", 0.0, "flash"), ("t02", 0.05, "flash")]
 #: PostgreSQL's cases: (algorithm, k, suppression, l/t).
 PG_CASES = [
     ("incognito", 5, 0.0, None),
@@ -153,8 +157,7 @@ def node_map_names(names: list[str], node: tuple) -> dict[str, int]:
     return dict(zip(names, node, strict=True))
 
 
-@pytest.mark.parametrize("algorithm", ["incognito", "flash"])
-@pytest.mark.parametrize(("k", "supp"), K_CASES)
+@pytest.mark.parametrize(("k", "supp", "algorithm"), K_CASES)
 def test_search_equals_exhaustive_for_k(adult, k, supp, algorithm):  # noqa: ANN001
     policy = _policy(k, supp)
     result, names, heights, _ = _search(adult, policy, algorithm)
@@ -166,8 +169,7 @@ def test_search_equals_exhaustive_for_k(adult, k, supp, algorithm):  # noqa: ANN
         _check_minimal_independently([dict(m) for m in sorted(got)][:6], policy)
 
 
-@pytest.mark.parametrize("algorithm", ["incognito", "flash"])
-@pytest.mark.parametrize(("extra", "supp"), LT_CASES)
+@pytest.mark.parametrize(("extra", "supp", "algorithm"), LT_CASES)
 def test_search_equals_exhaustive_for_l_and_t(adult, extra, supp, algorithm):  # noqa: ANN001
     policy = _policy(None, supp, extra)
     result, names, heights, _ = _search(adult, policy, algorithm)
@@ -181,18 +183,11 @@ def test_search_equals_exhaustive_for_l_and_t(adult, extra, supp, algorithm):  #
 
 @pytest.mark.parametrize(("algorithm", "k", "supp", "extra"), PG_CASES)
 def test_postgres_search_equals_exhaustive(pg_adult, adult, algorithm, k, supp, extra):  # noqa: ANN001
-    """The same minimal nodes on PostgreSQL: against its own exhaustive search for Incognito at
-    k = 5, against DuckDB's exhaustive sets for the others."""
+    """The same minimal nodes on PostgreSQL as DuckDB's exhaustive search finds on the same rows."""
     policy = _policy(k, supp, extra)
     result, names, _, _ = _search(pg_adult, policy, algorithm)
     got = frozenset(tuple(sorted(node_map_names(names, n).items())) for n in result.minimal)
-    if algorithm == "incognito":
-        pg_result, _, _, _ = _search(pg_adult, policy, "exhaustive")
-        expected = frozenset(tuple(sorted(node_map_names(names, n).items())) for n in pg_result.minimal)
-        assert expected == _exhaustive_set(adult, (k, supp, extra), policy)
-    else:
-        expected = _exhaustive_set(adult, (k, supp, extra), policy)
-    assert got and got == expected
+    assert got and got == _exhaustive_set(adult, (k, supp, extra), policy)
 
 
 @pytest.mark.parametrize("k", [5, 10])
