@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from scipy import stats
 import sqlanon
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import ident, lit
-from tests.conftest import TestDB
+from tests.conftest import TestDB, _make_db
 from tests.helpers import cli, cli_json, write_policy
 from tests.test_perturb import SEED, reference
 
@@ -272,11 +273,16 @@ def test_goodness_of_fit_on_ties_and_one_value(db: TestDB) -> None:
         assert float(d) == pytest.approx(stats.ks_2samp(xs, ys).statistic, abs=1e-12)
 
 
-def test_read_only_postgres_perturbs_through_ctes(db: TestDB, tmp_path: Path) -> None:
+@pytest.fixture
+def pg_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
+    """A PostgreSQL database alone (TEMP privilege is PostgreSQL's)."""
+    yield from _make_db("postgres", request, tmp_path)
+
+
+def test_read_only_postgres_perturbs_through_ctes(pg_db: TestDB, tmp_path: Path) -> None:
     """Without TEMP privilege the perturbed rows are a CTE: assess, evaluate and a dry run give the
     same figures as with a temporary table (the search's source was 'not found')."""
-    if db.kind != "postgres":
-        pytest.skip("PostgreSQL's TEMP privilege")
+    db = pg_db
     rows = [[i, "ab"[i % 2], i % 17, "xyz"[i % 3]] for i in range(1, 41)]
     db.load("t", ["id", "q", "a", "c"], rows, ["BIGINT", "TEXT", "BIGINT", "TEXT"])
     cols = {
