@@ -26,7 +26,7 @@ from sqlglot import exp
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator
 from sqlanon.lattice.plan import Plan, Progress
-from sqlanon.measure.assessment import _l_rank, requirement_checks
+from sqlanon.measure.assessment import _l_rank, checked_sensitive, requirement_checks
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 
@@ -75,20 +75,15 @@ class MondrianResult:
 def _attrs(plan: Plan) -> tuple[list[dict[str, Any]], Sql]:
     """The sensitive attributes the policy checks, and the violation predicate (as the search's)."""
     policy = plan.policy
-    sens = [c.name for c in policy.sensitive]
-    used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
-    ordered = {r.attribute for r in policy.privacy.t if r.measure == "emd-ordered"}
     attrs, alias = [], {}
-    for i, s in enumerate(sens):
-        if s not in used:
-            continue
+    for i, s, ordered in checked_sensitive(policy):
         alias[s] = f"a{i}"
         attrs.append(
             {
                 "p": Sql(f"a{i}"),
                 "sid": plan.base.sid_aliases[i],
                 "l_rank": _l_rank(policy, s),
-                "ordered": s in ordered,
+                "ordered": ordered,
             }
         )
     checks = requirement_checks(policy, alias)

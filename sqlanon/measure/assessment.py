@@ -208,6 +208,15 @@ def _t_violation(r: TRequirement, alias: str) -> exp.Expression:
     return exp.GT(this=_q(alias, T_COLUMN[r.measure]), expression=exp.Literal.number(repr(r.t + EPS)))
 
 
+def checked_sensitive(policy: Policy) -> list[tuple[int, str, bool]]:
+    """The sensitive attributes an l or t requirement names: (index among ``policy.sensitive``,
+    name, whether an ordered EMD is asked of it). Their class statistics feed
+    :func:`requirement_checks` under the alias ``a<index>``."""
+    used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
+    ordered = {r.attribute for r in policy.privacy.t if r.measure == "emd-ordered"}
+    return [(i, c.name, c.name in ordered) for i, c in enumerate(policy.sensitive) if c.name in used]
+
+
 def requirement_checks(policy: Policy, stats_alias: dict[str, str]) -> list[tuple[str, exp.Expression]]:
     """(label, violation predicate over the class table ``c`` and per-attribute tables)."""
     checks: list[tuple[str, exp.Expression]] = []

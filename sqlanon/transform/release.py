@@ -11,7 +11,7 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
-from sqlanon.measure.assessment import _l_rank, _sort_key, requirement_checks
+from sqlanon.measure.assessment import _l_rank, _sort_key, checked_sensitive, requirement_checks
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.builders import as_text, hash_text
@@ -84,13 +84,8 @@ def release_context(
             expr, masked = as_text(expr), Sql("'*'")  # one type for the kept and the masked rows
         out_cols.append({"alias": col, "expr": expr, "masked": masked})
     internal = internal_prefix(list(order) + [c.name for c in policy.columns])
-    sens = [c.name for c in policy.sensitive]
-    used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
-    ordered = {r.attribute for r in policy.privacy.t if r.measure == "emd-ordered"}
     attrs, alias = [], {}
-    for i, s in enumerate(sens):
-        if s not in used:
-            continue
+    for i, s, ordered in checked_sensitive(policy):
         alias[s] = f"a{i}"
         attrs.append(
             {
@@ -99,7 +94,7 @@ def release_context(
                 "sid_alias": ident(f"{internal}sid_{i}"),
                 "sort_key": _sort_key(policy, s, ident(s)),
                 "l_rank": _l_rank(policy, s),
-                "ordered": s in ordered,
+                "ordered": ordered,
             }
         )
     checks = requirement_checks(policy, alias)
