@@ -349,7 +349,15 @@ def mondrian_release(plan: Plan, policy: Policy) -> tuple[tuple[MondrianResult, 
     cols = be.require_columns(policy.source, "source")
     types = {c.name: c for c in cols}
     tree = {
-        pid: TreeCut(res.dims[c.dim].name, res.dims[c.dim].numeric, c.med, c.med_text, c.left, c.right)
+        pid: TreeCut(
+            res.dims[c.dim].name,
+            res.dims[c.dim].numeric,
+            c.med,
+            c.med_text,
+            tuple(c.children),
+            None if c.labels is None else tuple(c.labels),
+            plan.hierarchies[c.dim],
+        )
         for pid, c in res.cuts.items()
     }
     numeric = {d.name: d.numeric for d in res.dims}

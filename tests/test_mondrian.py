@@ -4,10 +4,13 @@ hypothesis tables, every published release re-checked by brute force, and on Adu
 than the best full-domain node.
 
 The reference (recursive, row by row) follows the conventions the README states: a numeric QI
-without NULLs is cut on its values, width (max - min) / (the table's max - min); any other QI on
-the rank of its value (value order, NULL last), width (max rank - min rank) / (distinct - 1); the
-lower median by records; left = value <= median; both halves non-empty and satisfying k (and
-distinct l); the widest allowable dimension, ties to the first QI.
+without NULLs is cut on its values, width (max - min) / (the table's max - min); any other QI with
+a hierarchy top-down along it (the partition's lowest common label, NULL a label of its own, is
+replaced by the labels one level down, one child each; width (cover - 1) / (distinct - 1), the
+cover being the table's distinct values under that label); any other QI on the rank of its value
+(value order, NULL last), width (max rank - min rank) / (distinct - 1); the lower median by
+records; left = value <= median; every child non-empty and satisfying k (and distinct l); the
+widest allowable dimension, ties to the first QI.
 """
 
 from __future__ import annotations
@@ -41,12 +44,22 @@ def reference(
     k: int,
     l_attr: str | None = None,
     l: int = 0,  # noqa: E741 - the literature's name
+    hier: dict[str, list[dict[Any, str]]] | None = None,
 ) -> set[frozenset[int]]:
-    """Mondrian from its definition; the partitions as sets of row ids."""
-    axes = []
+    """Mondrian from its definition; the partitions as sets of row ids. ``hier``: per QI, its
+    hierarchy as one map per level from 1 up (value -> label; '*' above the last)."""
+    hier = hier or {}
+    axes: list[Any] = []
     for q, num in zip(qis, numeric, strict=True):
         vals = [r[q] for r in rows]
-        if num and all(v is not None for v in vals):
+        if q in hier:
+            maps = hier[q]
+
+            def label(v: Any, lvl: int, maps: list[dict[Any, str]] = maps) -> Any:
+                return v if lvl == 0 else maps[lvl - 1][v] if lvl <= len(maps) else "*"
+
+            axes.append(("hier", q, label, len(maps) + 1, len(set(vals))))
+        elif num and all(v is not None for v in vals):
             axes.append(({id(r): float(r[q]) for r in rows}, (max(vals) - min(vals)) or 1))
         else:
             ranks = _rank(vals)
@@ -57,18 +70,37 @@ def reference(
             return False
         return l_attr is None or len({r[l_attr] for r in part}) >= l
 
+    table_values = {ax[1]: {r[ax[1]] for r in rows} for ax in axes if ax[0] == "hier"}
+
+    def children(part: list[dict], j: int, med: Any) -> list[list[dict]]:
+        if axes[j][0] == "hier":
+            _, q, label, _h, _card = axes[j]
+            groups: dict[Any, list[dict]] = {}
+            for r in part:
+                groups.setdefault(label(r[q], med), []).append(r)
+            return list(groups.values())
+        v = axes[j][0]
+        return [[r for r in part if v[id(r)] <= med], [r for r in part if v[id(r)] > med]]
+
     def cut(part: list[dict]) -> list[list[dict]]:
         cands = []
-        for j, (v, span) in enumerate(axes):
+        for j, ax in enumerate(axes):
+            if ax[0] == "hier":
+                _, q, label, h, card = ax
+                lca = next(lvl for lvl in range(h + 1) if len({label(r[q], lvl) for r in part}) == 1)
+                if lca > 0:
+                    common = label(part[0][q], lca)
+                    cover = len({x for x in table_values[q] if label(x, lca) == common})
+                    cands.append(((cover - 1) / ((card - 1) or 1), j, lca - 1))
+                continue
+            v, span = ax
             xs = sorted(v[id(r)] for r in part)
             if xs[-1] > xs[0]:
                 cands.append(((xs[-1] - xs[0]) / span, j, xs[math.ceil(len(xs) / 2) - 1]))
         for _w, j, med in sorted(cands, key=lambda c: (-c[0], c[1])):
-            v = axes[j][0]
-            left = [r for r in part if v[id(r)] <= med]
-            right = [r for r in part if v[id(r)] > med]
-            if left and right and ok(left) and ok(right):
-                return cut(left) + cut(right)
+            kids = children(part, j, med)
+            if len(kids) >= 2 and all(kid and ok(kid) for kid in kids):
+                return [p for kid in kids for p in cut(kid)]
         return [part]
 
     return {frozenset(r["id"] for r in p) for p in cut(rows)}
@@ -144,8 +176,8 @@ def mondb(mdb):  # noqa: ANN001, ANN201
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=_values, k=st.integers(min_value=2, max_value=4), with_l=st.booleans())
-def test_same_partitions_as_the_reference(mondb, tmp_path_factory, data, k, with_l):  # noqa: ANN001
+@given(data=_values, k=st.integers(min_value=2, max_value=4), with_l=st.booleans(), with_h=st.booleans())
+def test_same_partitions_as_the_reference(mondb, tmp_path_factory, data, k, with_l, with_h):  # noqa: ANN001
     rows = [{"id": i, "a": a, "c": c, "n": n, "s": s} for i, (a, c, n, s) in enumerate(data)]
     l_ok = with_l and len({r["s"] for r in rows}) >= 2
     if len(rows) < k:
@@ -158,11 +190,15 @@ def test_same_partitions_as_the_reference(mondb, tmp_path_factory, data, k, with
     )
     path = tmp_path_factory.mktemp("m") / "p.yaml"
     extra = {"l": {"s": 2}} if l_ok else {}
-    qis = {"a": "quasi", "c": "quasi", "n": "quasi"}
-    if l_ok and len({r["s"] for r in rows}) < 2:
-        return
+    qis: dict[str, Any] = {"a": "quasi", "c": "quasi", "n": "quasi"}
+    hier = None
+    if with_h:  # c along a hierarchy (NULL apart from level 2 on), the others on their axes
+        table = {"a": ["ab", "x"], "b": ["ab", "x"], "c": ["cd", "x"], "d": ["cd", "x"]}
+        qis["c"] = {"role": "quasi", "hierarchy": {"map": table, "null": ["none", "y"]}}
+        levels = [{v: labels[i] for v, labels in [*table.items(), (None, ["none", "y"])]} for i in range(2)]
+        hier = {"c": levels}
     _policy(path, qis, k, "main.t_m", **extra)
-    want = reference(rows, ["a", "c", "n"], [True, False, True], k, "s" if l_ok else None, 2)
+    want = reference(rows, ["a", "c", "n"], [True, False, True], k, "s" if l_ok else None, 2, hier)
     sqlanon.anonymise(path, mondb.url, replace=True, publish_as="table")
     got = _published_partitions(mondb, "main.t_m", ["a", "c", "n"])
     assert got == want

@@ -10,10 +10,14 @@ widest dimension, the others are done. The rounds are about log2(N / k): the cos
 multiple of a scan of the base frequency table. Python keeps the cut tree (the plan), never rows.
 
 Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its
-values and its width is (max - min) / (the table's max - min); any other QI is cut on the rank of
-its value in value order (NULL last) and its width is (max rank - min rank) / (distinct - 1).
-The median is the lower median by records (the smallest value whose running count reaches
-half); the left half is ``value <= median``. Ties between widths go to the first QI declared.
+values and its width is (max - min) / (the table's max - min). Any other QI with a hierarchy is cut
+along it, top-down (LeFevre et al. 2006 section 4, Fung et al.'s top-down specialisation): a
+partition's lowest common label is replaced by the labels one level down, one child each, and its
+width is (cover - 1) / (distinct - 1), the cover being the table's distinct values under that label.
+A QI with neither is cut on the rank of its value in value order (NULL last), width (max rank -
+min rank) / (distinct - 1). The median is the lower median by records (the smallest value whose
+running count reaches half); the left half is ``value <= median``. A cut is allowable when every
+child satisfies the policy. Ties between widths go to the first QI declared.
 """
 
 from __future__ import annotations
@@ -39,19 +43,31 @@ class Dim:
     """One quasi-identifier on Mondrian's axes."""
 
     name: str
-    numeric: bool  # cut on the values (else on the rank of the value)
+    numeric: bool  # cut on the values (else on the rank of the value, or along its hierarchy)
     span: float  # the table's range of v (values or ranks), > 0
     card: int  # distinct values (NULL counted)
     weight: float = 1.0
+    levels: int = 0  # > 0: cut along the hierarchy, whose levels 0 .. levels - 1 are coded
 
 
 @dataclass
 class Cut:
+    """A partition's cut: on an axis (two children, ``v <= med`` first) or along a hierarchy (one
+    child per label of level ``int(med)``, ``labels`` in child order; None for NULL)."""
+
     dim: int
-    med: float  # v of the median (value or rank)
+    med: float  # v of the median (value or rank), or the level of the children's labels
     med_text: str | None  # the median value as text (NULL: None)
-    left: int
-    right: int
+    children: list[int]
+    labels: list[str | None] | None = None
+
+    @property
+    def left(self) -> int:
+        return self.children[0]
+
+    @property
+    def right(self) -> int:
+        return self.children[-1]
 
 
 @dataclass
@@ -69,7 +85,7 @@ class MondrianResult:
 
     @property
     def leaves(self) -> int:
-        return len(self.cuts) + 1
+        return self.partitions
 
 
 def _attrs(plan: Plan) -> tuple[list[dict[str, Any]], Sql]:
@@ -110,36 +126,45 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
             "mondrian: the whole table as one class does not satisfy the policy; no partition can"
         )
     types = {c.name: c for c in be.require_columns(policy.source, "source")}
+    specs = {c.name: c for c in policy.quasi}
     raw = [
         {"q": q, "numeric": types[n].numeric if n in types else False}
         for q, n in zip(plan.base.q_aliases, plan.qi_names, strict=True)
     ]
     row = be.query("mondrian/spans", base=plan.base.freq, dims=raw)[0]
-    weights = {c.name: c.weight for c in policy.quasi}
     dims: list[Dim] = []
     ctx_dims = []
     for j, d in enumerate(raw):
         nulls, lo, hi, card = row[4 * j : 4 * j + 4]
+        name = plan.qi_names[j]
         numeric = bool(d["numeric"]) and not nulls
+        h = plan.hierarchies[j]
+        # Along the hierarchy: a non-numeric axis whose QI declares one (its levels below '*').
+        levels = h.height if not numeric and specs[name].hierarchy is not None else 0
         span = float(hi) - float(lo) if numeric else float(int(card) - 1)
-        dims.append(
-            Dim(plan.qi_names[j], numeric, span if span > 0 else 1.0, int(card), weights[plan.qi_names[j]])
-        )
+        dims.append(Dim(name, numeric, span if span > 0 else 1.0, int(card), specs[name].weight, levels))
         ctx_dims.append(
             {
+                "j": j,
                 "q": d["q"],
                 "v": ident(f"v_{j}"),
                 "numeric": numeric,
                 "span": lit(float(dims[-1].span)),
                 "card": lit(int(card)),
                 "weight": lit(float(dims[-1].weight)),
+                "codes": [
+                    {"lvl": lvl, "col": ident(f"g_{j}_{lvl}"), "expr": h.sql(lvl, d["q"])}
+                    for lvl in range(levels)
+                ],
             }
         )
     sids = plan.base.sid_aliases
     attrs, any_check = _attrs(plan)
     work = be.create_temp("mondrian", "mondrian/init", base=plan.base.freq, dims=ctx_dims, sid_aliases=sids)
+    hier = any(d.levels for d in dims)
+    covers = be.create_temp("mcovers", "mondrian/covers", work=work, dims=ctx_dims) if hier else None
     cuts: dict[int, Cut] = {}
-    next_id, rounds, queries = 1, 0, 3
+    next_id, rounds, queries = 1, 0, 3 + hier
     while True:
         if rounds >= MAX_ROUNDS:
             raise SqlanonError(f"mondrian: more than {MAX_ROUNDS} rounds; this should not happen")
@@ -147,6 +172,7 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
             "mcuts",
             "mondrian/round",
             work=work,
+            covers=covers,
             dims=ctx_dims,
             sid_aliases=sids,
             attrs=attrs,
@@ -157,9 +183,19 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
         rounds += 1
         if not rows:
             break
-        for pid, dim, med, med_text, r in rows:
-            left = next_id + 2 * (int(r) - 1)
-            cuts[int(pid)] = Cut(int(dim), float(med), med_text, left, left + 1)
+        for pid, dim, med, med_text, nch, off in rows:
+            first = next_id + int(off)
+            cuts[int(pid)] = Cut(int(dim), float(med), med_text, list(range(first, first + int(nch))))
+        if any(dims[int(r[1])].levels for r in rows):
+            kids = be.query("mondrian/kids", work=work, cuts=found, covers=covers, dims=ctx_dims)
+            queries += 1
+            labels: dict[int, list[str | None]] = {}
+            for pid, _ch, label, is_null in kids:
+                labels.setdefault(int(pid), []).append(None if int(is_null) else label)
+            for pid, lab in labels.items():
+                if len(lab) != len(cuts[pid].children):
+                    raise SqlanonError(f"internal: mondrian cut {pid} has {len(lab)} labels for its children")
+                cuts[pid].labels = lab
         work = be.create_temp(
             "mondrian",
             "mondrian/split",
@@ -170,7 +206,7 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
             next=lit(next_id),
         )
         queries += 1
-        next_id += 2 * len(rows)
+        next_id += sum(len(cuts[int(r[0])].children) for r in rows)
         if progress:
             progress(rounds, len(cuts), len(rows))
     m = be.query("mondrian/metrics", work=work, dims=ctx_dims)[0]

@@ -1,7 +1,8 @@
 """The release of a Mondrian partitioning (local recoding, seed 002 section 4.3) as SQL.
 
-The cut tree becomes one nested CASE over the quasi-identifiers (``value <= median`` goes left),
-which gives every record its partition at read time, so the release is a view as well as a table
+The cut tree becomes one nested CASE over the quasi-identifiers (``value <= median`` goes left;
+along a hierarchy, one branch per label of the level below the partition's common label), which
+gives every record its partition at read time, so the release is a view as well as a table
 and rows added later fall into the partition their values belong to. Each record's QIs are then
 replaced by its partition's summary, computed from the records of the partition: ``[lo-hi]`` for
 a QI cut on its numbers (the value alone when lo = hi), the lowest common label of its hierarchy
@@ -29,14 +30,18 @@ MAX_PARTITIONS = 50_000
 
 @dataclass(frozen=True)
 class TreeCut:
-    """A cut as the release needs it: the QI's column, how to compare, the median, the children."""
+    """A cut as the release needs it: the QI's column, how to compare, the median, the children.
+
+    With ``labels`` (a cut along the hierarchy ``hierarchy``) child i takes the records whose
+    level-``int(med)`` label is ``labels[i]`` (None: NULL); the last child takes the rest."""
 
     column: str
     numeric: bool  # compare as numbers (the median is ``med``) or as values (``med_text``)
     med: float
     med_text: str | None
-    left: int
-    right: int
+    children: tuple[int, ...]
+    labels: tuple[str | None, ...] | None = None
+    hierarchy: Hierarchy | None = None
 
 
 def _median_literal(cut: TreeCut, col: Column | None) -> exp.Expression:
@@ -62,8 +67,22 @@ def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: st
         if cut is None:
             return exp.Literal.number(pid)
         col = exp.column(exp.to_identifier(cut.column, quoted=True), table=table)
-        cond = exp.LTE(this=col, expression=_median_literal(cut, types.get(cut.column)))
-        return exp.Case(ifs=[exp.If(this=cond, true=build(cut.left))], default=build(cut.right))
+        if cut.labels is None:
+            cond = exp.LTE(this=col, expression=_median_literal(cut, types.get(cut.column)))
+            left, right = build(cut.children[0]), build(cut.children[1])
+            return exp.Case(ifs=[exp.If(this=cond, true=left)], default=right)
+        assert cut.hierarchy is not None
+        text_sql = as_text(cut.hierarchy.sql(int(cut.med), Sql(col.sql(CANONICAL))))
+        label = exp.maybe_parse(text_sql, dialect=CANONICAL)
+        ifs = []
+        for child, text in zip(cut.children[:-1], cut.labels[:-1], strict=True):
+            test = (
+                exp.Is(this=label.copy(), expression=exp.Null())
+                if text is None
+                else exp.EQ(this=label.copy(), expression=exp.Literal.string(text))
+            )
+            ifs.append(exp.If(this=test, true=build(child)))
+        return exp.Case(ifs=ifs, default=build(cut.children[-1]))
 
     return Sql(build(0).sql(CANONICAL))
 
@@ -93,8 +112,12 @@ def partition_context(
         elif spec.hierarchy is not None:
             whens = []
             for lvl in range(h.height):
+                # The lowest level whose label every record shares (all NULL counts as shared: the
+                # rule of Mondrian's codes, where NULL is a label of its own).
                 e = as_text(h.sql(lvl, col))
-                whens.append(f"WHEN COUNT(*) = COUNT({e}) AND MIN({e}) = MAX({e}) THEN MIN({e})")
+                whens.append(
+                    f"WHEN COUNT({e}) = 0 OR (COUNT(*) = COUNT({e}) AND MIN({e}) = MAX({e})) THEN MIN({e})"
+                )
             labels.append({"alias": alias, "expr": Sql(f"CASE {' '.join(whens)} ELSE '*' END")})
         else:
             v = Sql(f"COALESCE({as_text(col)}, 'NULL')")
