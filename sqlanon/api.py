@@ -30,6 +30,7 @@ from sqlanon.measure.assessment import assess as _assess
 from sqlanon.measure.assessment import check_columns
 from sqlanon.metrics import evaluate_node, parse_ks
 from sqlanon.metrics import profile as _profile
+from sqlanon.metrics.evaluate import evaluate_mondrian
 from sqlanon.policy import Policy, parse_policy
 from sqlanon.policy import load_policy as _load_policy
 from sqlanon.publish import anonymise as _anonymise
@@ -168,7 +169,7 @@ class AnonymiseResult(SearchResult):
 class EvaluateResult(_Result):
     """``sqlanon evaluate --json``: every metric of one node."""
 
-    node: dict[str, int] = field(default_factory=dict)
+    node: dict[str, int] | None = field(default_factory=dict)  # None: Mondrian's release
     satisfies: bool = False
     metrics: dict[str, float | None] = field(default_factory=dict)
 
@@ -260,9 +261,30 @@ def anonymise(
     return AnonymiseResult.of(out)
 
 
-def evaluate(policy: PolicyLike, levels: str | Mapping[str, int], db: DatabaseLike = None) -> EvaluateResult:
-    """Every utility and information-loss metric of one node's release; writes nothing."""
+def evaluate(
+    policy: PolicyLike,
+    levels: str | Mapping[str, int] | None = None,
+    db: DatabaseLike = None,
+    *,
+    algorithm: str | None = None,
+) -> EvaluateResult:
+    """Every utility and information-loss metric of one release: a node's (``levels``), or
+    Mondrian's (``algorithm="mondrian"``, or the policy's ``search.algorithm`` without levels);
+    writes nothing."""
     pol = load_policy(policy)
+    policy_mondrian = levels is None and pol.search.algorithm == "mondrian"
+    alg = algorithm or ("mondrian" if policy_mondrian else None)
+    if alg is not None and alg != "mondrian":
+        raise SqlanonError(f"--algorithm: evaluate takes mondrian or --levels, not {alg!r}")
+    if alg == "mondrian":
+        if levels is not None:
+            raise SqlanonError("--levels: a Mondrian release has no levels; drop --levels or the algorithm")
+        with _session(db) as be:
+            return EvaluateResult.of(evaluate_mondrian(be, pol))
+    if levels is None:
+        raise SqlanonError(
+            "--levels: give the node to evaluate, e.g. --levels 'Age=1' (or --algorithm mondrian)"
+        )
     text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
     with _session(db) as be:
         return EvaluateResult.of(evaluate_node(be, pol, text))

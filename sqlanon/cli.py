@@ -275,18 +275,28 @@ def demo(db: str | None, as_json: bool, quiet: bool) -> None:
 
 @main.command()
 @click.argument("policy", type=click.Path(dir_okay=False))
-@click.option("--levels", required=True, help="The node, e.g. 'Postcode=2,Age=1' (unlisted QIs: level 0).")
+@click.option("--levels", default=None, help="The node, e.g. 'Postcode=2,Age=1' (unlisted QIs: level 0).")
+@click.option(
+    "--algorithm",
+    type=click.Choice(["mondrian"]),
+    default=None,
+    help="Evaluate Mondrian's release instead of a node (default without --levels: the policy's).",
+)
 @click.option("--db", "db", default=None, help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
 @_quiet_option
 @_errors
-def evaluate(policy: str, levels: str, db: str | None, as_json: bool, quiet: bool) -> None:
-    """Every utility and information-loss metric of one node's release; writes nothing."""
-    result = api.evaluate(policy, levels, db).to_dict()
+def evaluate(
+    policy: str, levels: str | None, algorithm: str | None, db: str | None, as_json: bool, quiet: bool
+) -> None:
+    """Every utility and information-loss metric of one release (a node's or Mondrian's); writes nothing."""
+    result = api.evaluate(policy, levels, db, algorithm=algorithm).to_dict()
     if as_json:
         _emit_json(result)
     else:
-        examples = _examples(policy, db, [result["node"]], result.get("assess"))[0]
+        examples = (
+            _examples(policy, db, [result["node"]], result.get("assess"))[0] if result["node"] else None
+        )
         print_evaluate(result, make_console(), examples=examples, quiet=_quiet(quiet))
     if not result["satisfies"]:
         sys.exit(1)
@@ -298,9 +308,10 @@ def evaluate(policy: str, levels: str, db: str | None, as_json: bool, quiet: boo
 @click.option("--metric", default=None, help=_metric_help())
 @click.option(
     "--algorithm",
-    type=click.Choice(list(ALGORITHMS)),
     default=None,
-    help="Search algorithm (default: policy search.algorithm).",
+    metavar="ALGO[,ALGO]",
+    help="Search algorithm, or several to compare k by k, e.g. flash,mondrian "
+    "(default: policy search.algorithm).",
 )
 @click.option("--db", "db", default=None, help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")

@@ -36,16 +36,16 @@ from sqlanon.lattice import (
     prepare,
     run_search,
 )
-from sqlanon.lattice.mondrian import MondrianResult, mondrian
+from sqlanon.lattice.mondrian import mondrian_release
 from sqlanon.measure.release import release_check
 from sqlanon.metrics import choose, score, value
+from sqlanon.metrics.evaluate import mondrian_metrics
 from sqlanon.metrics.optimum import check_node_release
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
-from sqlanon.transform.partition import TreeCut, partition_context
 from sqlanon.transform.perturb import Perturbed, materialise, search_policy
-from sqlanon.transform.release import check_hash_release, internal_prefix, release_context, release_sql
+from sqlanon.transform.release import check_hash_release, release_context, release_sql
 
 
 def _drop(be: Backend, rel: Relation, kind: str) -> None:
@@ -310,6 +310,7 @@ def _anonymise_mondrian(
             "partitions": res.partitions,
             "optimum": {"metric": "ncp", "value": res.metrics["ncp"]},
             "mondrian": res.metrics,
+            "metrics": mondrian_metrics(plan, res),
             "suppressed_records": 0,
             "rows": plan.n_rows,
             "target": str(target) if target else None,
@@ -339,32 +340,6 @@ def _anonymise_mondrian(
     out["leftovers"] = [str(r) for r in leftovers(be)]
     out["published"] = _publish(be, policy, plan, top, target, kind, replace, src_cols, 0, pre, pert.ctx, ctx)
     return out
-
-
-def mondrian_release(plan: Plan, policy: Policy) -> tuple[tuple[MondrianResult, list[str]], dict[str, Any]]:
-    """Run Mondrian on ``plan`` and build the release's partition context (``policy``: the
-    user's policy, whose column names the release reads)."""
-    res = mondrian(plan)
-    be = plan.be
-    cols = be.require_columns(policy.source, "source")
-    types = {c.name: c for c in cols}
-    tree = {
-        pid: TreeCut(
-            res.dims[c.dim].name,
-            res.dims[c.dim].numeric,
-            c.med,
-            c.med_text,
-            tuple(c.children),
-            None if c.labels is None else tuple(c.labels),
-            plan.hierarchies[c.dim],
-        )
-        for pid, c in res.cuts.items()
-    }
-    numeric = {d.name: d.numeric for d in res.dims}
-    names = [c.name for c in cols]
-    internal = internal_prefix(names + [c.name for c in policy.columns])
-    ctx = partition_context(plan.policy, plan.hierarchies, tree, numeric, types, internal)
-    return (res, names), ctx
 
 
 def compile_release(

@@ -44,7 +44,7 @@ def test_nodes_show_example_labels_and_sentences(db: TestDB) -> None:
     assert "{'" not in out and "'}" not in out  # never a Python dict repr
     # The sentences under the tables, each on one line although far longer than 80 columns.
     lines = out.splitlines()
-    explain = [ln for ln in lines if ln.startswith("What generalising to this node costs")]
+    explain = [ln for ln in lines if ln.startswith("What this release costs")]
     assert len(explain) == 1 and len(explain[0]) > 100
     assert any(ln.startswith("Each requirement of the policy") for ln in lines)
     assert any(ln.startswith("l: the fewest different values") for ln in lines)

@@ -31,8 +31,11 @@ from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator
 from sqlanon.lattice.plan import Plan, Progress
 from sqlanon.measure.assessment import _l_rank, checked_sensitive, requirement_checks
+from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
+from sqlanon.transform.partition import TreeCut, partition_context
+from sqlanon.transform.release import internal_prefix
 
 #: At most this many rounds (ids and the published CASE tree stay small; 2^64 partitions).
 MAX_ROUNDS = 64
@@ -82,6 +85,9 @@ class MondrianResult:
     queries: int
     partitions: int
     metrics: dict[str, Any] = field(default_factory=dict)
+    #: The release's per-record sums (templates/mondrian/metrics.sql.j2) that
+    #: sqlanon.metrics.evaluate turns into every metric defined for a local recoding.
+    sums: dict[str, Any] = field(default_factory=dict)
 
     @property
     def leaves(self) -> int:
@@ -209,12 +215,61 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
         next_id += sum(len(cuts[int(r[0])].children) for r in rows)
         if progress:
             progress(rounds, len(cuts), len(rows))
-    m = be.query("mondrian/metrics", work=work, dims=ctx_dims)[0]
-    metrics = {
-        "ncp": float(m[0]),
-        "discernibility": int(m[1]),
-        "avg_class_size": (int(m[3]) / int(m[2])) / (policy.privacy.k or 1),
-        "partitions": int(m[2]),
-        "smallest_partition": int(m[4]),
+    names = plan.qi_names
+    lab = None
+    label = policy.label_column
+    if label in names:
+        lab = plan.base.q_aliases[names.index(label)]
+    elif label in [c.name for c in policy.sensitive]:
+        lab = sids[[c.name for c in policy.sensitive].index(label)]
+    categorical = [
+        (c.name, sids[i])
+        for i, c in enumerate(policy.sensitive)
+        if not (types[c.name].numeric if c.name in types else False)
+    ]
+    row = be.query("mondrian/metrics", work=work, dims=ctx_dims, lab=lab, mu=[sid for _, sid in categorical])[
+        0
+    ]
+    n_parts, n, smallest, dm = (int(x) for x in row[:4])
+    ncp, h, ph, lb, lam = (float(x or 0.0) for x in row[4:9])
+    sums: dict[str, Any] = {"n": n, "ncp": ncp, "h": h, "ph": ph, "lb": lb, "lam": lam}
+    sums["cm_kept"] = int(row[9]) if lab is not None else None
+    sums["mu"] = {
+        name: (float(row[10 + 2 * i] or 0.0), int(row[11 + 2 * i])) for i, (name, _) in enumerate(categorical)
     }
-    return MondrianResult(dims, cuts, work, rounds, queries + 1, int(m[2]), metrics)
+    metrics = {
+        "ncp": ncp / (n * len(dims)),
+        "discernibility": dm,
+        "avg_class_size": (n / n_parts) / (policy.privacy.k or 1),
+        "partitions": n_parts,
+        "smallest_partition": smallest,
+    }
+    return MondrianResult(dims, cuts, work, rounds, queries + 1, n_parts, metrics, sums)
+
+
+def mondrian_release(
+    plan: Plan, policy: Policy, res: MondrianResult | None = None
+) -> tuple[tuple[MondrianResult, list[str]], dict[str, Any]]:
+    """Run Mondrian on ``plan`` and build the release's partition context (``policy``: the
+    user's policy, whose column names the release reads)."""
+    res = mondrian(plan) if res is None else res
+    be = plan.be
+    cols = be.require_columns(policy.source, "source")
+    types = {c.name: c for c in cols}
+    tree = {
+        pid: TreeCut(
+            res.dims[c.dim].name,
+            res.dims[c.dim].numeric,
+            c.med,
+            c.med_text,
+            tuple(c.children),
+            None if c.labels is None else tuple(c.labels),
+            plan.hierarchies[c.dim],
+        )
+        for pid, c in res.cuts.items()
+    }
+    numeric = {d.name: d.numeric for d in res.dims}
+    names = [c.name for c in cols]
+    internal = internal_prefix(names + [c.name for c in policy.columns])
+    ctx = partition_context(plan.policy, plan.hierarchies, tree, numeric, types, internal)
+    return (res, names), ctx

@@ -304,8 +304,13 @@ def print_evaluate(
 ) -> None:
     console = console or make_console()
     ok = "satisfies" if r["satisfies"] else "does NOT satisfy"
+    what = (
+        f"node {_e(node_text(r['node'], examples))}"
+        if r["node"] is not None
+        else f"Mondrian's release ({r['partitions']:,} partitions)"
+    )
     console.print(
-        f"[bold]node {_e(node_text(r['node'], examples))}[/bold] on {_e(r['source'])} "
+        f"[bold]{what}[/bold] on {_e(r['source'])} "
         f"({_e(r['dialect'])}): {ok} the policy; "
         f"suppressed {r['suppressed_records']} of {r['rows']} records "
         f"(allowed {r['allowed_suppression']})"
@@ -322,7 +327,7 @@ def print_evaluate(
     _explain(
         console,
         quiet,
-        "What generalising to this node costs in information: 'better' says whether a higher or a "
+        "What this release costs in information: 'better' says whether a higher or a "
         "lower value is better, 'range' what values are possible.",
     )
     print_assess(r["assess"], console, title=f"Assessment ({r['assess_scope']}) of", quiet=quiet)
@@ -349,11 +354,15 @@ def print_profile(
     # Metric names never break (a narrow terminal folded them to `suppresse/d`); values may.
     t.add_column("metric", no_wrap=True, min_width=_widest(["suppressed", *r["metric_info"]]))
     t.add_column("better", no_wrap=True)
-    for e in rows:
-        t.add_column(f"k={e['k']}")  # a value too wide is cut visibly (…), never split
+    several = len({e.get("algorithm") for e in rows}) > 1
+    for e in rows:  # a value too wide is cut visibly (…), never split
+        t.add_column(f"k={e['k']}" + (f" {e['algorithm']}" if several else ""))
     ex = list(examples or [])
     ex += [None] * (len(rows) - len(ex))
-    nodes = [_levels_text(e.get("node"), x) for e, x in zip(rows, ex, strict=True)]
+    nodes = [
+        f"{e['partitions']:,} partitions" if "partitions" in e else _levels_text(e.get("node"), x)
+        for e, x in zip(rows, ex, strict=True)
+    ]
     t.add_row(*map(_cell, ("node", "", *nodes)))
     t.add_row(*map(_cell, ("suppressed", "", *[_fmt6(e.get("suppressed_records")) for e in rows])))
     t.add_row(*map(_cell, ("classes", "", *[_fmt6(e.get("classes")) for e in rows])))
