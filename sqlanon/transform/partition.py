@@ -55,36 +55,51 @@ def _median_literal(cut: TreeCut, col: Column | None) -> exp.Expression:
 
 
 def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: str) -> Sql:
-    """The partition id of a record of ``table``: a CASE per cut, the leaves' ids at the bottom."""
+    """The partition id of a record of ``table``: a CASE per cut, the leaves' ids at the bottom.
+
+    Written as text (tens of thousands of branches: building and copying sqlglot trees cost more
+    than the search). A cut along a hierarchy is one simple CASE on the record's label, computed
+    once per cut; the child whose label is NULL (``CASE x WHEN`` never matches NULL), else the
+    last child, is the ELSE branch, which also takes values added later."""
     if len(cuts) + 1 > MAX_PARTITIONS:
         raise SqlanonError(
             f"mondrian: {len(cuts) + 1:,} partitions; a published release holds at most {MAX_PARTITIONS:,} "
             "(one CASE branch per cut): raise k"
         )
+    labels: dict[tuple[str, int], str] = {}
+    columns: dict[str, str] = {}
 
-    def build(pid: int) -> exp.Expression:
+    def column(name: str) -> str:
+        if name not in columns:
+            columns[name] = exp.column(exp.to_identifier(name, quoted=True), table=table).sql(CANONICAL)
+        return columns[name]
+
+    def label_sql(cut: TreeCut) -> str:
+        key = (cut.column, int(cut.med))
+        if key not in labels:
+            assert cut.hierarchy is not None
+            labels[key] = str(as_text(cut.hierarchy.sql(int(cut.med), Sql(column(cut.column)))))
+        return labels[key]
+
+    def build(pid: int) -> str:
         cut = cuts.get(pid)
         if cut is None:
-            return exp.Literal.number(pid)
-        col = exp.column(exp.to_identifier(cut.column, quoted=True), table=table)
+            return str(pid)
         if cut.labels is None:
-            cond = exp.LTE(this=col, expression=_median_literal(cut, types.get(cut.column)))
+            med = _median_literal(cut, types.get(cut.column)).sql(CANONICAL)
             left, right = build(cut.children[0]), build(cut.children[1])
-            return exp.Case(ifs=[exp.If(this=cond, true=left)], default=right)
-        assert cut.hierarchy is not None
-        text_sql = as_text(cut.hierarchy.sql(int(cut.med), Sql(col.sql(CANONICAL))))
-        label = exp.maybe_parse(text_sql, dialect=CANONICAL)
-        ifs = []
-        for child, text in zip(cut.children[:-1], cut.labels[:-1], strict=True):
-            test = (
-                exp.Is(this=label.copy(), expression=exp.Null())
-                if text is None
-                else exp.EQ(this=label.copy(), expression=exp.Literal.string(text))
-            )
-            ifs.append(exp.If(this=test, true=build(child)))
-        return exp.Case(ifs=ifs, default=build(cut.children[-1]))
+            return f"CASE WHEN {column(cut.column)} <= {med} THEN {left} ELSE {right} END"
+        kids = list(zip(cut.children, cut.labels, strict=True))
+        nulls = [kid for kid in kids if kid[1] is None]
+        last = nulls[0] if nulls else kids[-1]
+        whens = " ".join(
+            f"WHEN {exp.Literal.string(text).sql(CANONICAL)} THEN {build(child)}"
+            for child, text in kids
+            if (child, text) != last
+        )
+        return f"CASE {label_sql(cut)} {whens} ELSE {build(last[0])} END"
 
-    return Sql(build(0).sql(CANONICAL))
+    return Sql(build(0))
 
 
 def partition_context(
