@@ -295,7 +295,10 @@ def _anonymise_mondrian(
 ) -> dict[str, Any]:
     """Mondrian instead of a lattice search: partition, then publish the local recoding exactly as
     a node's release (one transaction, measured again)."""
-    src, ctx = mondrian_release(plan, policy)
+    # A published table finds each record's partition through a map of the working table (any
+    # number of partitions); a view and the printed SQL carry the cut tree (TREE_LIMIT).
+    materialised = kind == "table" and not dry_run
+    src, ctx = mondrian_release(plan, policy, table=materialised)
     res = src[0]
     top = tuple(0 for _ in plan.heights)
     out.update(
@@ -321,16 +324,20 @@ def _anonymise_mondrian(
         out["perturbation"] = pert.measured
     src_cols = src[1]
     out["excluded_columns"] = [c for c in src_cols if c not in {s.name for s in policy.columns}]
-    out["sql"] = release_sql(
-        policy,
-        plan.hierarchies,
-        top,
-        be.dialect,
-        target or Relation("release"),
-        kind,
-        src_cols,
-        pert.ctx,
-        ctx,
+    out["sql"] = (
+        None
+        if materialised
+        else release_sql(
+            policy,
+            plan.hierarchies,
+            top,
+            be.dialect,
+            target or Relation("release"),
+            kind,
+            src_cols,
+            pert.ctx,
+            ctx,
+        )
     )
     if dry_run:
         out["published"] = None

@@ -383,3 +383,22 @@ def test_release_metrics_against_the_definitions(mondb, tmp_path):  # noqa: ANN0
         assert ev["metrics"][name] == pytest.approx(v, rel=1e-9, abs=1e-12), name
         assert pub["metrics"][name] == pytest.approx(v, rel=1e-9, abs=1e-12), name
     assert ev["metrics"]["precision"] is None and ev["metrics"]["private_mi"] is None
+
+
+def test_many_partitions_publish_a_table_not_a_view(mondb, tmp_path, monkeypatch):  # noqa: ANN001
+    """Above the CASE tree's limit a view (or printed SQL) is refused in one line, naming the way
+    out, and a table is published through the partition map with the reference's partitions."""
+    from sqlanon.transform import partition
+
+    monkeypatch.setattr(partition, "TREE_LIMIT", 3)
+    rows = [[i, 20 + i % 23, "abcd"[i % 4], i % 3, "xyz"[i % 3]] for i in range(90)]
+    mondb.load("tl", ["id", "a", "c", "n", "s"], rows, ["BIGINT", "BIGINT", "VARCHAR", "BIGINT", "VARCHAR"])
+    p = _policy(tmp_path / "p.yaml", {"a": "quasi", "c": "quasi"}, 5, "main.t_many", "main.tl")
+    with pytest.raises(SqlanonError, match=r"at most 3 .*publish a table \(--as table\)"):
+        sqlanon.anonymise(p, mondb.url)
+    r = sqlanon.anonymise(p, mondb.url, publish_as="table").to_dict()
+    assert r["partitions"] > 3 and r["published"]["k"] >= 5
+    dicts = [{"id": x[0], "a": x[1], "c": x[2]} for x in rows]
+    assert _published_partitions(mondb, "main.t_many", ["a", "c"]) == reference(
+        dicts, ["a", "c"], [True, False], 5
+    )

@@ -248,10 +248,13 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
 
 
 def mondrian_release(
-    plan: Plan, policy: Policy, res: MondrianResult | None = None
+    plan: Plan, policy: Policy, res: MondrianResult | None = None, *, table: bool = False
 ) -> tuple[tuple[MondrianResult, list[str]], dict[str, Any]]:
     """Run Mondrian on ``plan`` and build the release's partition context (``policy``: the
-    user's policy, whose column names the release reads)."""
+    user's policy, whose column names the release reads). ``table``: the release is materialised
+    in this session (a published table), so records find their partition through a map of the
+    final working table (any number of partitions) instead of the CASE tree (a view, printed SQL:
+    at most ``TREE_LIMIT`` partitions)."""
     res = mondrian(plan) if res is None else res
     be = plan.be
     cols = be.require_columns(policy.source, "source")
@@ -271,5 +274,11 @@ def mondrian_release(
     numeric = {d.name: d.numeric for d in res.dims}
     names = [c.name for c in cols]
     internal = internal_prefix(names + [c.name for c in policy.columns])
-    ctx = partition_context(plan.policy, plan.hierarchies, tree, numeric, types, internal)
+    part_map = None
+    if table:
+        dims = [{"j": j, "q": q} for j, q in enumerate(plan.base.q_aliases)]
+        part_map = be.create_temp("mmap", "mondrian/map", work=res.work, dims=dims)
+    ctx = partition_context(
+        plan.policy, plan.hierarchies, tree, numeric, types, internal, res.partitions, part_map
+    )
     return (res, names), ctx

@@ -113,7 +113,7 @@ def evaluate_mondrian(be: Backend, policy: Policy) -> dict[str, Any]:
     pert = materialise(be, policy)
     source, search_pol = policy.source, pert.policy
     plan = prepare(be, search_pol)
-    (res, names), part = mondrian_release(plan, policy)
+    (res, names), part = mondrian_release(plan, policy, table=True)
     top = tuple(0 for _ in plan.heights)
     ctx = release_context(policy, plan.hierarchies, top, names, pert.ctx, part)
     rel = be.create_temp("mrelease", "publish/_release", **ctx)

@@ -20,12 +20,16 @@ from sqlglot import exp
 from sqlanon.engines import Column
 from sqlanon.errors import SqlanonError
 from sqlanon.policy import Policy
+from sqlanon.relation import Relation
 from sqlanon.sql.builders import as_text, concat
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 from sqlanon.transform.hierarchy import Hierarchy
 
-#: Partitions a published release may hold: the CASE tree has one branch per cut.
-MAX_PARTITIONS = 50_000
+#: Partitions a release written as a CASE tree may hold (a view, the printed SQL): one branch per
+#: cut, and engines bind the whole expression for every query (65,536 leaves: 10 s to create a
+#: DuckDB view, 14 s to read 1e5 rows through it). A published table joins a partition map instead
+#: and has no limit.
+TREE_LIMIT = 20_000
 
 
 @dataclass(frozen=True)
@@ -54,17 +58,17 @@ def _median_literal(cut: TreeCut, col: Column | None) -> exp.Expression:
     return text
 
 
-def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: str) -> Sql:
+def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: str, partitions: int) -> Sql:
     """The partition id of a record of ``table``: a CASE per cut, the leaves' ids at the bottom.
 
     Written as text (tens of thousands of branches: building and copying sqlglot trees cost more
     than the search). A cut along a hierarchy is one simple CASE on the record's label, computed
     once per cut; the child whose label is NULL (``CASE x WHEN`` never matches NULL), else the
     last child, is the ELSE branch, which also takes values added later."""
-    if len(cuts) + 1 > MAX_PARTITIONS:
+    if partitions > TREE_LIMIT:
         raise SqlanonError(
-            f"mondrian: {len(cuts) + 1:,} partitions; a published release holds at most {MAX_PARTITIONS:,} "
-            "(one CASE branch per cut): raise k"
+            f"mondrian: {partitions:,} partitions; a view or printed SQL holds at most {TREE_LIMIT:,} "
+            "(one CASE branch per cut): publish a table (--as table), or raise k"
         )
     labels: dict[tuple[str, int], str] = {}
     columns: dict[str, str] = {}
@@ -109,9 +113,13 @@ def partition_context(
     numeric: Mapping[str, bool],
     types: Mapping[str, Column],
     internal: str,
+    partitions: int,
+    map_rel: Relation | None = None,
 ) -> dict[str, Any]:
     """Context for the partition CTEs of ``templates/publish/_release.sql.j2`` and the output
-    expression of each QI (its label column)."""
+    expression of each QI (its label column). With ``map_rel`` (a table of each distinct QI
+    combination's partition, templates/mondrian/map.sql.j2) records find their partition by a join
+    on their QIs' text and NULL flags (hash-joinable on every engine), not through the CASE tree."""
     pid = ident(f"{internal}pid")
     labels, sets, label_cols = [], [], {}
     for j, h in enumerate(hierarchies):
@@ -137,9 +145,15 @@ def partition_context(
         else:
             v = Sql(f"COALESCE({as_text(col)}, 'NULL')")
             sets.append({"alias": alias, "name": ident(f"{internal}set_{j}"), "value": v})
+    conds = []
+    for j, h in enumerate(hierarchies):
+        col = Sql(f"s.{ident(h.column)}")
+        conds.append(Sql(f"COALESCE({as_text(col)}, '') = m.{ident(f'k_{j}')}"))
+        conds.append(Sql(f"CASE WHEN {col} IS NULL THEN 1 ELSE 0 END = m.{ident(f'n_{j}')}"))
     return {
         "pid": pid,
-        "tree": tree_sql(cuts, types, "s"),
+        "tree": None if map_rel is not None else tree_sql(cuts, types, "s", partitions),
+        "map": None if map_rel is None else {"rel": map_rel, "conds": conds},
         "base": ident(f"{internal}parts"),
         "labels_cte": ident(f"{internal}labels"),
         "out": ident(f"{internal}local"),
