@@ -88,6 +88,8 @@ class MondrianResult:
     #: The release's per-record sums (templates/mondrian/metrics.sql.j2) that
     #: sqlanon.metrics.evaluate turns into every metric defined for a local recoding.
     sums: dict[str, Any] = field(default_factory=dict)
+    #: The quasi-identifiers' values of the working table's rows (by ``rid``).
+    values: Relation | None = None
 
     @property
     def leaves(self) -> int:
@@ -166,11 +168,18 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
         )
     sids = plan.base.sid_aliases
     attrs, any_check = _attrs(plan)
-    work = be.create_temp("mondrian", "mondrian/init", base=plan.base.freq, dims=ctx_dims, sid_aliases=sids)
+    vals = be.create_temp("mvalues", "mondrian/values", base=plan.base.freq)
+    work = be.create_temp("mondrian", "mondrian/init", vals=vals, dims=ctx_dims, sid_aliases=sids)
     hier = any(d.levels for d in dims)
-    covers = be.create_temp("mcovers", "mondrian/covers", work=work, dims=ctx_dims) if hier else None
+    covers = (
+        be.create_temp("mcovers", "mondrian/covers", work=work, vals=vals, dims=ctx_dims) if hier else None
+    )
+    ranked = any(not d.numeric and not d.levels for d in dims)
+    dictionary = (
+        be.create_temp("mdict", "mondrian/dict", work=work, vals=vals, dims=ctx_dims) if ranked else None
+    )
     cuts: dict[int, Cut] = {}
-    next_id, rounds, queries = 1, 0, 3 + hier
+    next_id, rounds, queries = 1, 0, 4 + hier + ranked
     while True:
         if rounds >= MAX_ROUNDS:
             raise SqlanonError(f"mondrian: more than {MAX_ROUNDS} rounds; this should not happen")
@@ -179,6 +188,7 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
             "mondrian/round",
             work=work,
             covers=covers,
+            dict=dictionary,
             dims=ctx_dims,
             sid_aliases=sids,
             attrs=attrs,
@@ -218,8 +228,8 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
     names = plan.qi_names
     lab = None
     label = policy.label_column
-    if label in names:
-        lab = plan.base.q_aliases[names.index(label)]
+    if label in names:  # its rank groups the records as its value does
+        lab = ident(f"v_{names.index(label)}")
     elif label in [c.name for c in policy.sensitive]:
         lab = sids[[c.name for c in policy.sensitive].index(label)]
     categorical = [
@@ -244,7 +254,7 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
         "partitions": n_parts,
         "smallest_partition": smallest,
     }
-    return MondrianResult(dims, cuts, work, rounds, queries + 1, n_parts, metrics, sums)
+    return MondrianResult(dims, cuts, work, rounds, queries + 1, n_parts, metrics, sums, vals)
 
 
 def mondrian_release(
@@ -277,7 +287,7 @@ def mondrian_release(
     part_map = None
     if table:
         dims = [{"j": j, "q": q} for j, q in enumerate(plan.base.q_aliases)]
-        part_map = be.create_temp("mmap", "mondrian/map", work=res.work, dims=dims)
+        part_map = be.create_temp("mmap", "mondrian/map", work=res.work, vals=res.values, dims=dims)
     ctx = partition_context(
         plan.policy, plan.hierarchies, tree, numeric, types, internal, res.partitions, part_map
     )
