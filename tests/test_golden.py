@@ -165,6 +165,17 @@ privacy:
             anonymise(
                 be, dataclasses.replace(pol, search=Search("mondrian")), dry_run=True, publish_as="table"
             )
+            # Published as a table (the partition map), with a QI cut on its value order (the
+            # medians' dictionary).
+            from sqlanon.relation import Relation
+
+            plain = tuple(
+                dataclasses.replace(c, hierarchy=None) if c.name == "Postcode" else c for c in pol.columns
+            )
+            mon = dataclasses.replace(
+                pol, columns=plain, search=Search("mondrian"), target=Relation("patients_m", "main")
+            )
+            anonymise(be, mon, replace=True, publish_as="table")
     finally:
         mp.undo()
     return seen

@@ -1,1 +1,1 @@
-SELECT pid, dim, med, med_text, r FROM "sqlanon_mcuts_00000000_3" ORDER BY r
+SELECT pid, dim, med, med_text, nch, kid0 FROM "sqlanon_mcuts_00000000_5" ORDER BY r

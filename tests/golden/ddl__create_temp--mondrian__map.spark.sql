@@ -1,0 +1,1 @@
+CREATE TEMPORARY VIEW `sqlanon_mmap_00000000_16` AS SELECT DISTINCT COALESCE(CAST(b.`q_0` AS STRING), '') AS `k_0`, CASE WHEN b.`q_0` IS NULL THEN 1 ELSE 0 END AS `n_0`, COALESCE(CAST(b.`q_1` AS STRING), '') AS `k_1`, CASE WHEN b.`q_1` IS NULL THEN 1 ELSE 0 END AS `n_1`, w.pid FROM `sqlanon_mondrian_00000000_14` AS w JOIN `sqlanon_mvalues_00000000_10` AS b ON b.rid = w.rid
