@@ -11,8 +11,11 @@ import math
 
 import pytest
 
-from tests.conftest import PATIENT_TYPES, patients_rows
+from tests.conftest import ENGINES_SPARK, PATIENT_TYPES, patients_rows
 from tests.helpers import cli, cli_json, write_policy
+
+#: Every test here runs on DuckDB, PostgreSQL and Spark (the same data, the same expected numbers).
+pytestmark = pytest.mark.parametrize("db", ENGINES_SPARK, indirect=True)
 
 SEED_SQL = """
 CREATE TABLE "main"."anon" AS
