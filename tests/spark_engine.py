@@ -38,12 +38,15 @@ SPARK_TYPES = {
 TEST_DATABASES = ("main",)
 
 
-def start_spark(warehouse: Path) -> Any:
+def start_spark(warehouse: Path, **extra: str) -> Any:
     """The test run's SparkSession: small, quiet and local (about 20 s to start on 2 cores)."""
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    for k, v in extra.items():
+        builder = builder.config(k, v)
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("sqlanon-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")

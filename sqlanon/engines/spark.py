@@ -10,8 +10,8 @@ dialect and run with ``SparkSession.sql``; only three things differ from a SQLAl
   the other engines, so :mod:`sqlanon.engines.catalog` resolves identities the same way. Spark's
   session catalogue is case-insensitive (``spark.sql.caseSensitive`` is off by default). Files are
   relations in Spark's own syntax (``parquet.`/data/adult.parquet```).
-- **Temporary tables** are session-scoped temporary views, cached (``MEMORY_AND_DISK``) so that
-  each is computed once, and uncached and dropped at the end.
+- **Temporary tables** are session-scoped temporary views over a result computed once and kept by
+  Spark (``localCheckpoint``), dropped at the end.
 - **No transactions.** :meth:`SparkBackend.atomic` keeps a compensation log instead: each
   ``publish/create_*`` it runs is dropped, and each ``publish/rename_*`` renamed back, in reverse
   order, when the block is left without a commit (an error, a failed verification, an interrupt).
@@ -70,6 +70,10 @@ class SparkBackend(Backend):
         self.log.append(sql)
         interrupt.check()
         return self._spark.sql(sql)
+
+    def _fail(self, what: str, name: str, e: BaseException) -> SqlanonError:
+        interrupt.check()
+        return SqlanonError(f"{what} {name!r} failed on spark: {spark_error(e)}")
 
     def query(self, name: str, /, **context: object) -> list[tuple]:
         if name.startswith("catalog/"):
@@ -202,19 +206,23 @@ class SparkBackend(Backend):
 
     # -- temporary relations ------------------------------------------------------------------
     def create_temp(self, stem: str, template: str, **context: object) -> Relation:
-        """A temporary view, cached: computed once, by the first statement that reads it."""
-        rel = super().create_temp(stem, template, **context)
+        """The SELECT of ``template``, computed now and kept as a temporary view over its result
+        (``localCheckpoint``: the rows are stored by the executors, memory then disk, and the
+        view's plan no longer holds the plans it was computed from; a chain of views, such as
+        Mondrian's rounds, would otherwise grow a plan that Spark re-analyses at every step)."""
+        rel = self.temp_relation(stem)
+        sql = self._sql(template, "select", context)
         try:
-            self._spark.catalog.cacheTable(rel.table().sql("spark"))
+            frame = self._run(sql).localCheckpoint(eager=True)
+            frame.createTempView(rel.name)
         except Exception as e:  # noqa: BLE001
             raise self._fail("statement", template, e) from e
+        self._temps.append(rel.name)
         return rel
 
     def drop_temps(self) -> None:
         with interrupt.deferred():
             for name in reversed(self._temps):
-                with contextlib.suppress(Exception):
-                    self._spark.catalog.uncacheTable(_quoted(name))
                 with contextlib.suppress(Exception):
                     self._spark.catalog.dropTempView(name)
         self._temps.clear()
@@ -263,6 +271,16 @@ class SparkBackend(Backend):
                     self._spark.stop()
 
 
+def spark_error(e: BaseException) -> str:
+    """The first informative line of a Spark error (py4j puts "An error occurred while calling
+    o39.sql." first and the Java exception, ``: org.apache...Exception: why``, after it)."""
+    for line in str(e).strip().splitlines():
+        line = line.strip().removeprefix(": ")
+        if line and not line.startswith("An error occurred while calling"):
+            return redact(line[:500])
+    return type(e).__name__
+
+
 def _opt(v: object) -> str | None:
     return None if v is None else str(v)
 
@@ -302,8 +320,5 @@ def connect_spark(url: str) -> SparkBackend:
         raise
     except Exception as e:  # noqa: BLE001 - no Java, a cluster that does not answer, a bad setting
         interrupt.check()
-        msg = str(e).strip().splitlines()
-        raise SqlanonError(
-            f"--db: cannot start Spark for {shown!r}: {redact(msg[0]) if msg else type(e).__name__}"
-        ) from None
+        raise SqlanonError(f"--db: cannot start Spark for {shown!r}: {spark_error(e)}") from None
     return SparkBackend(dialect="spark", url=shown, _spark=spark, _owns=owns)
