@@ -28,6 +28,8 @@ the test suite) is reused and left running; one started here is stopped on close
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -292,6 +294,7 @@ def connect_spark(url: str) -> SparkBackend:
         from pyspark.sql import SparkSession
     except ImportError:
         raise SqlanonError(f"--db {shown!r}: Spark needs pyspark; {EXTRA_HINT}") from None
+    previous = signal.getsignal(signal.SIGINT)
     base, _, query = url.partition("?")
     settings = dict(parse_qsl(query, keep_blank_values=True))
     try:
@@ -321,4 +324,26 @@ def connect_spark(url: str) -> SparkBackend:
     except Exception as e:  # noqa: BLE001 - no Java, a cluster that does not answer, a bad setting
         interrupt.check()
         raise SqlanonError(f"--db: cannot start Spark for {shown!r}: {spark_error(e)}") from None
+    _chain_interrupt(spark, previous)
     return SparkBackend(dialect="spark", url=shown, _spark=spark, _owns=owns)
+
+
+def _chain_interrupt(spark: Any, previous: Any) -> None:
+    """A SparkContext replaces the SIGINT handler with its own (cancel the jobs, raise
+    KeyboardInterrupt), which would bypass sqlanon's (:mod:`sqlanon.interrupt`: record the signal,
+    exit 130, nothing published). Put sqlanon's back, cancelling Spark's running jobs first."""
+    if not callable(previous) or signal.getsignal(signal.SIGINT) is previous:
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        with contextlib.suppress(Exception):
+            if type(spark).__module__.startswith("pyspark.sql.connect"):
+                spark.interruptAll()
+            else:
+                spark.sparkContext.cancelAllJobs()
+        previous(signum, frame)
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, handler)
