@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pycanon import anonymity as pycanon
 
 import sqlanon
@@ -186,7 +187,7 @@ def test_failed_verification_is_undone(pair: dict, tmp_path: Path, monkeypatch: 
 def test_hostile_column_names_and_every_metric(pair: dict, tmp_path: Path) -> None:
     """Columns named with a space, a backtick, quotes and a semicolon, and named like the SQL's
     own aliases (cid, cnt, n): every metric of a node equals DuckDB's."""
-    names = ["Post code", "a`b", "it's \"x\";", "cid", "cnt", "n"]
+    names = ["Post code", "a`b", 'it\'s "x";', "cid", "cnt", "n"]
     cols, rows = patients_rows()
     data = [[r[2], r[3], r[4], r[3] % 7, r[0], r[1]] for r in rows]
     types = ["VARCHAR", "INTEGER", "VARCHAR", "INTEGER", "INTEGER", "VARCHAR"]
@@ -216,26 +217,48 @@ def test_hostile_column_names_and_every_metric(pair: dict, tmp_path: Path) -> No
     same(a, b)
 
 
-def test_mondrian_and_perturbation_give_duckdbs_release(pair: dict, tmp_path: Path) -> None:
+def test_mondrian_gives_duckdbs_release(pair: dict, tmp_path: Path) -> None:
+    pol = tmp_path / "p.yaml"
+    text = (ROOT / "fixtures" / "patients.yaml").read_text(encoding="utf-8")
+    pol.write_text(text.replace("algorithm: flash", "algorithm: mondrian"), encoding="utf-8")
+    a = cli_json("anonymise", str(pol), "--db", pair["spark"].url, "--as", "table", "--replace")
+    b = cli_json("anonymise", str(pol), "--db", pair["duckdb"].url, "--as", "table", "--replace")
+    assert a["algorithm"] == "mondrian" and a["rounds"] >= 1
+    same(a, b)
+    assert rows_of(pair["spark"], "patients_anon") == rows_of(pair["duckdb"], "patients_anon")
+
+
+def test_perturbation_gives_duckdbs_rows(pair: dict, tmp_path: Path) -> None:
+    """Every perturbation method (seeded, MD5-based random numbers: the same on every engine)."""
+    cols = ["id", "grp", "a", "b", "c", "d", "e", "f", "h"]
+    data = [[i, "g", i % 50, i % 7, i % 11, i % 13, f"v{i % 5}", f"w{i % 9}", i * 1.5] for i in range(40)]
+    types = ["BIGINT", "VARCHAR", "BIGINT", "BIGINT", "BIGINT", "BIGINT", "VARCHAR", "VARCHAR", "DOUBLE"]
+    perturb = {
+        "a": {"method": "noise", "distribution": "laplace", "scale": 2},
+        "b": {"method": "k-noise", "k": 3},
+        "c": {"method": "microaggregate", "k": 3},
+        "d": {"method": "k-pram", "width": 5},
+        "e": {"method": "pram", "retain": 0.5},
+        "f": {"method": "k-pram", "k": 4},
+        "h": {"method": "swap", "p": 10},
+    }
+    spec: dict[str, Any] = {"id": "insensitive", "grp": "quasi"}
+    spec.update({c: {"role": "insensitive", "perturb": p} for c, p in perturb.items()})
     policy = {
-        "source": "main.adult",
-        "target": "main.adult_mondrian",
-        "seed": 7,
-        "columns": {
-            "age": {"role": "quasi", "perturb": {"method": "microaggregate", "k": 3}},
-            "sex": {"role": "quasi"},
-            "education": {"role": "quasi"},
-            "occupation": {"role": "sensitive", "perturb": {"method": "pram", "retain": 0.8}},
-            "salary-class": {"role": "insensitive", "perturb": {"method": "k-pram", "k": 4}},
-        },
-        "privacy": {"k": 3000, "l": {"occupation": {"kind": "distinct", "l": 2}}},
-        "search": {"algorithm": "mondrian"},
+        "source": "main.wide",
+        "target": "main.wide_anon",
+        "seed": 3,
+        "columns": spec,
+        "privacy": {"k": 2},
     }
     pol = write_policy(tmp_path, policy)
+    for db in pair.values():
+        db.load("wide", cols, data, types)
     a = cli_json("anonymise", str(pol), "--db", pair["spark"].url, "--as", "table", "--replace")
     b = cli_json("anonymise", str(pol), "--db", pair["duckdb"].url, "--as", "table", "--replace")
     same(a, b)
-    assert rows_of(pair["spark"], "adult_mondrian") == rows_of(pair["duckdb"], "adult_mondrian")
+    by_id = 'SELECT * FROM "main"."wide_anon" ORDER BY "id"'
+    same([list(r) for r in pair["spark"].sql(by_id)], [list(r) for r in pair["duckdb"].sql(by_id)])
 
 
 def test_profile_scaffold_and_labels(pair: dict, tmp_path: Path) -> None:
@@ -247,8 +270,11 @@ def test_profile_scaffold_and_labels(pair: dict, tmp_path: Path) -> None:
         cli_json("profile", str(pol), "--db", spark.url, "--k", "2,3"),
         cli_json("profile", str(pol), "--db", duck.url, "--k", "2,3"),
     )
+    init = [
+        yaml.safe_load(cli("init", "--table", "main.patients", "--db", db.url)[1]) for db in (spark, duck)
+    ]
+    assert init[0] == init[1]  # the same policy (the comments name each engine's own types)
     for args in (
-        ("init", "--table", "main.patients"),
         ("hierarchy", "--table", "main.patients", "--column", "Age", "--intervals", "10,20"),
         ("hierarchy", "--table", "main.patients", "--column", "Postcode", "--mask", "right", "--levels", "3"),
         ("evaluate", str(pol), "--levels", "Postcode=1,Age=0", "--quiet"),
@@ -295,7 +321,23 @@ def test_population_and_order_on_spark(pair: dict, tmp_path: Path) -> None:
     )
 
 
+def test_a_parquet_file_is_a_source(pair: dict, tmp_path: Path) -> None:
+    """``source: parquet."/path"`` (Spark's own syntax for files) measures as the table does."""
+    spark = pair["spark"]
+    path = tmp_path / "patients.parquet"
+    spark._spark.spark.table("main.patients").write.parquet(str(path))  # noqa: SLF001
+    policy = {
+        "source": "main.patients",
+        "columns": {"Postcode": {"role": "quasi"}, "Age": {"role": "quasi"}, "Disease": "sensitive"},
+        "privacy": {"k": 2},
+    }
+    table = cli_json("assess", str(write_policy(tmp_path, policy, "t.yaml")), "--db", spark.url)
+    policy["source"] = f'parquet."{path}"'
+    file = cli_json("assess", str(write_policy(tmp_path, policy, "f.yaml")), "--db", spark.url)
+    assert file["source"] == f"parquet.{path}" and file["rows"] == 9
+    same({**file, "source": None}, {**table, "source": None})
+
+
 def test_every_template_ran_on_spark() -> None:
     missing = sorted(t for t in template_names() if t not in EXECUTED and t not in NOT_ON_SPARK)
     assert not missing, f"templates never executed on Spark: {missing}"
-
