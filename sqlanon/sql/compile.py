@@ -202,9 +202,9 @@ def _spark_double_literals(tree: exp.Expression) -> exp.Expression:
     DECIMAL in DOUBLE while Spark keeps DECIMAL with 6 decimal places (``AVG(... 1.0 ...)`` gave
     0.00418 for 126/30162, ``(hi - lo) / 6.0`` 0.833333). On Spark such literals are made DOUBLE,
     so every expression computes in DOUBLE as it does in the canonical dialect."""
-    for lit in list(tree.find_all(exp.Literal)):
-        if lit.is_number and any(c in lit.this for c in ".eE"):
-            lit.replace(exp.cast(lit.copy(), exp.DataType.build("double")))
+    for number in list(tree.find_all(exp.Literal)):
+        if number.is_number and any(c in number.this for c in ".eE"):
+            number.replace(exp.cast(number.copy(), exp.DataType.build("double")))
     return tree
 
 
