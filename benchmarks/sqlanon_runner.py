@@ -246,6 +246,16 @@ def worker_main(spec_path: str) -> None:
         )
         close = con.close
         run_floor: Callable[[], Any] = lambda: con.execute(FLOOR_SQL).fetchall()  # noqa: E731
+    elif engine == "spark":
+        # The session that benchmarks/spark.py started in this process (sqlanon reuses it); the
+        # floor is the same GROUP BY, transpiled to Spark SQL by sqlglot.
+        import sqlglot
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        floor_sql = sqlglot.transpile(FLOOR_SQL, read="duckdb", write="spark")[0]
+        close = lambda: None  # noqa: E731
+        run_floor = lambda: [tuple(r) for r in spark.sql(floor_sql).collect()]  # noqa: E731
     else:
         import psycopg
 

@@ -23,6 +23,9 @@ from typing import Any
 
 import pytest
 
+from tests.spark_engine import SparkData, spark_session_fixture
+from tests.spark_engine import reset as spark_reset
+
 ROOT = Path(__file__).resolve().parent.parent
 # The shared data sits beside the checkout (../shared); a clone elsewhere falls back to /work/shared.
 SHARED = next(
@@ -201,6 +204,7 @@ class TestDB:
     _pg: PgCluster | None = None
     _dbname: str | None = None
     _duck_path: Path | None = None
+    _spark: SparkData | None = None
 
     def rel(self, table: str) -> str:
         return f"{qident(self.schema)}.{qident(table)}"
@@ -218,6 +222,9 @@ class TestDB:
         if types is None:
             types = [_infer_type([r[i] for r in rows]) for i in range(len(columns))]
         full = f"{qident(schema)}.{qident(table)}"
+        if self._spark is not None:
+            self._spark.load(full, schema, columns, rows, types)
+            return full
         coldefs = ", ".join(f"{qident(c)} {t}" for c, t in zip(columns, types, strict=True))
         if self.kind == "duckdb":
             import duckdb
@@ -253,6 +260,8 @@ class TestDB:
 
     def sql(self, text: str) -> list[tuple]:
         """Run raw SQL directly on the engine (test verification only)."""
+        if self._spark is not None:
+            return self._spark.sql(text)
         if self.kind == "duckdb":
             import duckdb
 
@@ -280,6 +289,8 @@ class TestDB:
 
     def relations(self) -> set[tuple[str, str]]:
         """Every persistent table and view (schema, name), to prove a command wrote nothing."""
+        if self._spark is not None:
+            return self._spark.relations()
         rows = self.sql(
             "SELECT table_schema, table_name FROM information_schema.tables "
             "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') "
@@ -290,6 +301,16 @@ class TestDB:
 
 
 ENGINES = ["duckdb", "postgres"]
+#: The engines plus Spark, for the tests that run on Spark too (``@pytest.mark.parametrize("db",
+#: ENGINES_SPARK, indirect=True)``; Spark's are marked ``spark``: ``-m "not spark"`` leaves them out).
+ENGINES_SPARK = [*ENGINES, pytest.param("spark", marks=pytest.mark.spark)]
+
+
+@pytest.fixture(scope="session")
+def spark_session() -> Iterator[Any]:
+    """One SparkSession for the whole run (tests/spark_engine.py); None where it cannot start
+    (a failure where CI=true)."""
+    yield from spark_session_fixture(IN_CI)
 
 
 @pytest.fixture(params=ENGINES)
@@ -305,6 +326,15 @@ def _make_db(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Itera
 
         duckdb.connect(str(path)).close()
         yield TestDB("duckdb", f"duckdb:///{path}", "main", _duck_path=path)
+        return
+    if kind == "spark":
+        spark = request.getfixturevalue("spark_session")
+        if spark is None:
+            pytest.skip("Spark unavailable on this machine (see the NOTE above)")
+        spark_reset(spark)
+        spark.sql("CREATE DATABASE `main`")
+        yield TestDB("spark", "spark", "main", _spark=SparkData(spark))
+        spark_reset(spark)
         return
     cluster = request.getfixturevalue("pg_cluster")
     if cluster is None:

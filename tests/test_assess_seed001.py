@@ -11,8 +11,12 @@ import math
 
 import pytest
 
-from tests.conftest import PATIENT_TYPES, patients_rows
+from tests.conftest import ENGINES_SPARK, PATIENT_TYPES, patients_rows
 from tests.helpers import cli, cli_json, write_policy
+
+#: The tests that also run on Spark (the same data, the same expected numbers; a Spark assess costs
+#: ~10 s on two shared cores, so the population tests run there through tests/test_spark.py).
+ON_SPARK = pytest.mark.parametrize("db", ENGINES_SPARK, indirect=True)
 
 SEED_SQL = """
 CREATE TABLE "main"."anon" AS
@@ -41,6 +45,7 @@ def patients(db):  # noqa: ANN001
     return db
 
 
+@ON_SPARK
 def test_raw_table_is_1_anonymous(patients, tmp_path):  # noqa: ANN001
     pol = write_policy(tmp_path, _policy("main.patients", ["Postcode", "Age"], k=3))
     a = cli_json("assess", str(pol), "--db", patients.url)
@@ -53,6 +58,7 @@ def test_raw_table_is_1_anonymous(patients, tmp_path):  # noqa: ANN001
     assert a["satisfied"] == {"k": False, "all": False}
 
 
+@ON_SPARK
 def test_after_the_articles_sql_is_3_anonymous_with_a_homogeneous_class(patients, tmp_path):  # noqa: ANN001
     policy = _policy(
         "main.anon",
@@ -83,6 +89,7 @@ def test_after_the_articles_sql_is_3_anonymous_with_a_homogeneous_class(patients
     assert top["class"]["AgeGroup"] == "Under 30" and top["size"] == 3
 
 
+@ON_SPARK
 def test_numbers_match_the_brute_force_reference(patients, tmp_path):  # noqa: ANN001
     from tests import reference as ref
 

@@ -246,7 +246,7 @@ def normalise_url(url: str | None) -> str:
     """Accept a SQLAlchemy URL, a DuckDB file path, or nothing (an in-memory DuckDB)."""
     if not url:
         return "duckdb:///:memory:"
-    if "://" not in url and url != "spark":
+    if "://" not in url and url != "spark" and not url.startswith("spark?"):
         return f"duckdb:///{os.path.abspath(url)}"
     return url
 
@@ -275,6 +275,11 @@ def _duckdb_path(url: str) -> str | None:
     return db
 
 
+#: Engines that are not SQLAlchemy dialects: (does this URL name it?, open it). Spark registers
+#: itself here (:mod:`sqlanon.engines.spark`, imported by the package).
+OTHER_ENGINES: list[tuple[Callable[[str], bool], Callable[[str], Backend]]] = []
+
+
 def connect(url: str | None = None, *, create: bool = False) -> Backend:
     """Open one connection for a whole command (temporary tables live on it).
 
@@ -284,10 +289,9 @@ def connect(url: str | None = None, *, create: bool = False) -> Backend:
     """
     url = normalise_url(url)
     shown = redact(url)
-    if url == "spark" or url.startswith("spark://"):
-        raise SqlanonError(
-            "--db: executing on Spark is not supported yet; use `sqlanon compile --dialect spark`"
-        )
+    for matches, opener in OTHER_ENGINES:
+        if matches(url):
+            return opener(url)
     from sqlalchemy import create_engine
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 

@@ -62,10 +62,17 @@ class RelId:
         return other is not None and self.key == other.key
 
 
+#: Engines whose catalogue compares identifiers case-insensitively (Spark: with its default
+#: ``spark.sql.caseSensitive=false``). Both also parse their view definitions here.
+CASE_INSENSITIVE = ("duckdb", "spark")
+#: The schema an unqualified name of a view definition falls back to.
+DEFAULT_SCHEMA = {"duckdb": "main", "spark": "default"}
+
+
 def _norm(dialect: str, s: str | None) -> str | None:
     if s is None:
         return None
-    return s.lower() if dialect == "duckdb" else s
+    return s.lower() if dialect in CASE_INSENSITIVE else s
 
 
 def check_length(be: Backend, rel: Relation, what: str) -> None:
@@ -90,8 +97,8 @@ def _current(be: Backend) -> tuple[str, str, list[str]]:
 def identify(be: Backend, rel: Relation, what: str) -> RelId | None:
     """The catalogue identity ``rel`` binds to on ``be`` (None when nothing by that name exists)."""
     check_length(be, rel, what)
-    ci = be.dialect == "duckdb"
-    rows = be.query("catalog/named", name=rel.name)
+    ci = be.dialect in CASE_INSENSITIVE
+    rows = be.query("catalog/named", name=rel.name, schema=rel.schema, catalog=rel.catalog)
     found = [
         RelId(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), ci, bool(int(r[5] or 0))) for r in rows
     ]
@@ -117,7 +124,7 @@ def identify(be: Backend, rel: Relation, what: str) -> RelId | None:
             # DuckDB: schema of the current database first, else a database's default schema.
             return pick(db, rel.schema) or pick(rel.schema, "main")
         return pick(db, rel.schema)
-    if be.dialect == "duckdb":
+    if be.dialect in CASE_INSENSITIVE:
         temp = [f for f in found if f.temporary]
         if temp:
             return temp[0]
@@ -135,7 +142,7 @@ def schema_exists(be: Backend, rel: Relation) -> bool:
         "catalog/schema",
         schema=rel.schema,
         catalog=rel.catalog,
-        case_insensitive=be.dialect == "duckdb",
+        case_insensitive=be.dialect in CASE_INSENSITIVE,
     )
     return bool(rows and int(rows[0][0]) > 0)
 
@@ -144,14 +151,15 @@ def schema_exists(be: Backend, rel: Relation) -> bool:
 
 
 def _duck_views(be: Backend) -> list[tuple[RelId, set[tuple[str, str, str]]]]:
-    """Each DuckDB view with the identities (lower-case keys) of the relations it reads."""
+    """Each DuckDB (or Spark) view with the identities (lower-case keys) of the relations it reads."""
     db, _sch, _path = _current(be)
+    home = DEFAULT_SCHEMA[be.dialect]
     views = []
     for vdb, vsch, vname, sql in be.query("catalog/views"):
         vid = RelId(str(vdb), str(vsch), str(vname), "view", "", True)
         refs: set[tuple[str, str, str]] = set()
         try:
-            tree = sqlglot.parse_one(str(sql), read="duckdb")
+            tree = sqlglot.parse_one(str(sql), read=be.dialect)
         except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
             tree = None
         if tree is None:
@@ -166,11 +174,11 @@ def _duck_views(be: Backend) -> list[tuple[RelId, set[tuple[str, str, str]]]]:
                 refs.add((t.catalog.lower(), t.db.lower(), t.name.lower()))
             elif t.db:
                 refs.add((str(vdb).lower(), t.db.lower(), t.name.lower()))
-                refs.add((t.db.lower(), "main", t.name.lower()))
+                refs.add((t.db.lower(), home, t.name.lower()))
             else:
                 # Views bind unqualified names in their own schema, then the session's.
                 refs.add((str(vdb).lower(), str(vsch).lower(), t.name.lower()))
-                refs.add((db.lower(), "main", t.name.lower()))
+                refs.add((db.lower(), home, t.name.lower()))
         views.append((vid, refs))
     return views
 
@@ -187,7 +195,7 @@ def reads(be: Backend, rid: RelId) -> list[RelId]:
         for oid in oids - {rid.oid}:
             out.append(RelId("", "", "", "", oid))
         return out
-    if be.dialect != "duckdb" or rid.kind != "view":
+    if be.dialect not in CASE_INSENSITIVE or rid.kind != "view":
         return [rid]
     views = {v.key: refs for v, refs in _duck_views(be)}
     seen = {rid.key}
@@ -219,7 +227,7 @@ def dependent_views(be: Backend, rid: RelId) -> list[str]:
     """The views that read ``rid`` directly (replacing it would change or break them)."""
     if be.dialect == "postgres":
         return [f"{s}.{n}" for s, n in be.query("catalog/dependents", oid=int(rid.oid))]
-    if be.dialect != "duckdb":
+    if be.dialect not in CASE_INSENSITIVE:
         return []
     return [f"{v.schema}.{v.name}" for v, refs in _duck_views(be) if not v.same(rid) and _matches(refs, rid)]
 
@@ -243,5 +251,5 @@ def leftovers(be: Backend) -> list[RelId]:
     for db, sch, name, kind in be.query("catalog/leftovers", duckdb=be.dialect == "duckdb"):
         if STAGING.match(str(name)):
             k = "view" if "VIEW" in str(kind).upper() else "table"
-            out.append(RelId(str(db), str(sch), str(name), k, "", be.dialect == "duckdb"))
+            out.append(RelId(str(db), str(sch), str(name), k, "", be.dialect in CASE_INSENSITIVE))
     return out

@@ -177,8 +177,44 @@ def _tsql_window_nulls(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _tsql_greatest_least(tree: exp.Expression) -> exp.Expression:
+    """GREATEST and LEAST exist in T-SQL only from SQL Server 2022 (16.x); the oldest version the
+    output supports is SQL Server 2017 (README), so they become CASE expressions with the
+    canonical dialect's NULL rule (NULL when an argument is NULL unless the call ignores NULLs)."""
+    for node in reversed(list(tree.find_all(exp.Greatest, exp.Least, bfs=False))):
+        args = [node.this, *node.expressions]
+        better = exp.GTE if isinstance(node, exp.Greatest) else exp.LTE
+        result: exp.Expression = args[0].copy()
+        for b in args[1:]:
+            keep = exp.or_(
+                exp.Is(this=b.copy(), expression=exp.Null()), better(this=result.copy(), expression=b.copy())
+            )
+            result = exp.Case(ifs=[exp.If(this=keep, true=result)], default=b.copy())
+        if not node.args.get("ignore_nulls"):
+            anynull = exp.or_(*(exp.Is(this=a.copy(), expression=exp.Null()) for a in args))
+            result = exp.Case(ifs=[exp.If(this=anynull, true=exp.Null())], default=result)
+        node.replace(result)
+    return tree
+
+
+def _spark_double_literals(tree: exp.Expression) -> exp.Expression:
+    """A number with a point is DECIMAL in both DuckDB and Spark, but DuckDB divides and averages
+    DECIMAL in DOUBLE while Spark keeps DECIMAL with 6 decimal places (``AVG(... 1.0 ...)`` gave
+    0.00418 for 126/30162, ``(hi - lo) / 6.0`` 0.833333). On Spark such literals are made DOUBLE,
+    so every expression computes in DOUBLE as it does in the canonical dialect."""
+    for number in list(tree.find_all(exp.Literal)):
+        if number.is_number and any(c in number.this for c in ".eE"):
+            number.replace(exp.cast(number.copy(), exp.DataType.build("double")))
+    return tree
+
+
 #: AST passes per dialect, applied after the guard and before generation.
-AST_PASSES: dict[str, list] = {"tsql": [_tsql_window_nulls], "fabric": [_tsql_window_nulls]}
+AST_PASSES: dict[str, list] = {
+    "tsql": [_tsql_window_nulls, _tsql_greatest_least],
+    "fabric": [_tsql_window_nulls, _tsql_greatest_least],
+    "spark": [_spark_double_literals],
+    "databricks": [_spark_double_literals],
+}
 
 
 def dialect_tree(tree: exp.Expression, dialect: str) -> exp.Expression:

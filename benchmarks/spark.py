@@ -1,0 +1,108 @@
+"""Spark local: the benchmark of benchmarks/run.py (floor, assess, search, publish) on a local
+SparkSession (issue 12).
+
+``python -m benchmarks.spark --rows 1e6 [--master local[2]] [--reps 1]`` (from the repository root):
+builds the same Adult-like table in DuckDB (benchmarks/data.py), writes it to Parquet with DuckDB,
+loads it into a Spark managed table ``main.adult``, and runs the sqlanon worker of
+benchmarks/sqlanon_runner.py in this process on ``--db spark`` (the session started here is the
+one sqlanon binds to). The result JSON goes to benchmarks/results/. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import RESULTS, human
+from benchmarks.data import build_duckdb
+from benchmarks.run import machine_info, parse_rows
+from benchmarks.sqlanon_runner import worker_main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", default="1e6")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--shuffle-partitions", default="8")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--supp", default="0", help="suppression levels in percent, comma-separated")
+    args = ap.parse_args()
+    from pyspark.sql import SparkSession
+
+    work = Path(tempfile.mkdtemp(prefix="sqlanon-spark-bench-"))
+    started = dt.datetime.now(dt.UTC)
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("sqlanon-bench")
+        .config("spark.sql.shuffle.partitions", args.shuffle_partitions)
+        .config("spark.driver.memory", args.driver_memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(work / "warehouse"))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    out: dict = {
+        "issue": 12,
+        "command": "python -m benchmarks.spark " + " ".join(sys.argv[1:]),
+        "started_utc": started.isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "spark": {"version": spark.version, "master": args.master,
+                  "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory},
+        "loadavg_start": list(os.getloadavg()),
+        "runs": {},
+    }
+    try:
+        for n in parse_rows(args.rows):
+            duck = work / f"adult_{n}.duckdb"
+            data = build_duckdb(duck, n, "recombine")
+            parquet = work / f"adult_{n}.parquet"
+            import duckdb
+
+            con = duckdb.connect(str(duck))
+            con.execute(f"COPY main.adult TO '{parquet}' (FORMAT parquet)")
+            con.close()
+            t0 = time.perf_counter()
+            spark.sql("CREATE DATABASE IF NOT EXISTS main")
+            spark.sql("DROP TABLE IF EXISTS main.adult")
+            spark.sql(f"CREATE TABLE main.adult USING parquet AS SELECT * FROM parquet.`{parquet}`")
+            load_s = time.perf_counter() - t0
+            spec = {
+                "engine": "spark",
+                "url": "spark",
+                "rows": n,
+                "reps": args.reps,
+                "rep_budget": 1e9,
+                "suppressions": [float(x) / 100 for x in args.supp.split(",")],
+                "mondrian": False,
+                "heap": False,
+                "out": str(work / f"worker_{n}.json"),
+            }
+            (work / "spec.json").write_text(json.dumps(spec))
+            worker_main(str(work / "spec.json"))
+            res = json.loads(Path(spec["out"]).read_text())
+            res["data"] = data
+            res["spark_load_seconds"] = load_s
+            out["runs"][human(n)] = res
+            shown = {k: res.get(k) for k in ("floor", "assess", "anonymise_supp0")}
+            print(json.dumps(shown, default=str)[:3000])
+    finally:
+        out["loadavg_end"] = list(os.getloadavg())
+        stamp = started.strftime("%Y%m%dT%H%M%SZ")
+        path = RESULTS / f"{stamp}_rows-{args.rows.replace(',', '-')}_spark.json"
+        path.write_text(json.dumps(out, indent=2, default=str))
+        print("wrote", path)
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

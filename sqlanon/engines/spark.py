@@ -1,0 +1,349 @@
+"""Spark: the same :class:`~sqlanon.engines.base.Backend` interface over a ``SparkSession``.
+
+Every statement is still produced by :func:`sqlanon.sql.compile.to_sql` for sqlglot's ``spark``
+dialect and run with ``SparkSession.sql``; only three things differ from a SQLAlchemy engine:
+
+- **Catalogue.** Spark has no ``information_schema``: the ``catalog/*`` questions (which relation
+  a name binds to, its columns, the current namespace, whether a schema exists, the views and
+  their definitions, leftover staging relations) are answered from Spark's own catalogue
+  (``spark.catalog``, ``DESCRIBE TABLE EXTENDED``), in the rows the catalogue templates return on
+  the other engines, so :mod:`sqlanon.engines.catalog` resolves identities the same way. Spark's
+  session catalogue is case-insensitive (``spark.sql.caseSensitive`` is off by default). Files are
+  relations in Spark's own syntax (``parquet.`/data/adult.parquet```).
+- **Temporary tables** are session-scoped temporary views over a result computed once and kept by
+  Spark (``localCheckpoint``), dropped at the end.
+- **No transactions.** :meth:`SparkBackend.atomic` keeps a compensation log instead: each
+  ``publish/create_*`` it runs is dropped, and each ``publish/rename_*`` renamed back, in reverse
+  order, when the block is left without a commit (an error, a failed verification, an interrupt).
+  A kill (SIGKILL, a lost driver) cannot run the log: the relations then keep sqlanon's staging
+  names, which ``sqlanon cleanup`` lists and drops. The README (*Publishing*, *Spark*) says what
+  is and is not guaranteed.
+
+URLs: ``spark`` (a local session, ``local[*]``), ``spark://HOST:7077`` (a standalone cluster),
+``sc://HOST:15002`` (Spark Connect); Spark settings in the query
+(``spark?spark.sql.shuffle.partitions=8``). A session already running in this process (a notebook,
+the test suite) is reused and left running; one started here is stopped on close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from sqlanon import interrupt
+from sqlanon.engines.base import Backend, Column, redact
+from sqlanon.errors import SqlanonError
+from sqlanon.relation import Relation
+
+#: Spark's file data sources, readable as ``format.`path```.
+FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "avro", "text", "binaryfile", "delta"})
+
+EXTRA_HINT = "pip install 'sqlanon[spark]'"
+
+
+def is_spark_url(url: str) -> bool:
+    return url == "spark" or url.startswith(("spark?", "spark://", "sc://"))
+
+
+def _quoted(*parts: str | None) -> str:
+    """A multipart identifier in Spark's quoting (backticks, doubled inside), via sqlglot."""
+    names = [p for p in parts if p is not None]
+    rel = Relation(names[-1], names[-2] if len(names) > 1 else None, names[-3] if len(names) > 2 else None)
+    return rel.table().sql("spark")
+
+
+@dataclass
+class SparkBackend(Backend):
+    """A :class:`Backend` on a SparkSession (see the module docstring)."""
+
+    _spark: Any = None
+    _owns: bool = False
+    #: Inside :meth:`atomic`: how to undo each DDL statement run so far (None outside).
+    _undo: list[Callable[[], None]] | None = None
+    _views_cache: list[tuple] | None = field(default=None)
+
+    # -- statements -------------------------------------------------------------------------
+    def _run(self, sql: str) -> Any:
+        self.log.append(sql)
+        interrupt.check()
+        return self._spark.sql(sql)
+
+    def _fail(self, what: str, name: str, e: BaseException) -> SqlanonError:
+        interrupt.check()
+        return SqlanonError(f"{what} {name!r} failed on spark: {spark_error(e)}")
+
+    def query(self, name: str, /, **context: object) -> list[tuple]:
+        if name.startswith("catalog/"):
+            try:
+                return self._catalog(name, context)
+            except SqlanonError:
+                raise
+            except Exception as e:  # noqa: BLE001 - any driver error becomes one line
+                raise self._fail("query", name, e) from e
+        sql = self._sql(name, "select", context)
+        try:
+            return [tuple(r) for r in self._run(sql).collect()]
+        except Exception as e:  # noqa: BLE001
+            raise self._fail("query", name, e) from e
+
+    def execute(self, name: str, /, *, kind: str, **context: object) -> None:
+        super().execute(name, kind=kind, **context)
+        self._views_cache = None
+        if self._undo is not None:
+            self._record_undo(name, context)
+
+    def _record_undo(self, name: str, context: dict[str, object]) -> None:
+        if name.startswith("publish/create_"):
+            target = context["target"]
+            assert isinstance(target, Relation)
+            kind = name.removeprefix("publish/create_")
+            self._undo.append(
+                lambda: super(SparkBackend, self).execute(  # type: ignore[union-attr]
+                    f"ddl/drop_{kind}", kind="drop", target=target
+                )
+            )
+        elif name.startswith("publish/rename_"):
+            source, new = context["source"], context["new_name"]
+            assert isinstance(source, Relation) and isinstance(new, str)
+            self._undo.append(
+                lambda: super(SparkBackend, self).execute(  # type: ignore[union-attr]
+                    name, kind="alter", source=source.with_name(new), new_name=source.name
+                )
+            )
+
+    # -- catalogue ---------------------------------------------------------------------------
+    def columns(self, rel: Relation) -> list[Column]:
+        """The relation's columns from Spark's analysed schema (tables, views, temporary views,
+        files); none when the name binds to nothing."""
+        try:
+            schema = self._spark.table(rel.table().sql("spark")).schema
+        except Exception:  # noqa: BLE001 - AnalysisException: no such relation
+            interrupt.check()
+            return []
+        return [Column(f.name, f.dataType.simpleString().upper()) for f in schema.fields]
+
+    def _catalog(self, name: str, ctx: dict[str, object]) -> list[tuple]:
+        cat = self._spark.catalog
+        if name == "catalog/current":
+            return [(cat.currentCatalog(), cat.currentDatabase())]
+        if name == "catalog/search_path":
+            return [([cat.currentDatabase()],)]
+        if name == "catalog/named":
+            return self._named(str(ctx["name"]), _opt(ctx.get("schema")), _opt(ctx.get("catalog")))
+        if name == "catalog/schema":
+            schema, catalog = _opt(ctx.get("schema")), _opt(ctx.get("catalog"))
+            return [(int(self._database_exists(schema, catalog)),)]
+        if name == "catalog/leftovers":
+            return [(c, d, n, k) for c, d, n, k in self._relations() if "sqlanon" in n.lower()]
+        if name == "catalog/views":
+            return self._views()
+        raise SqlanonError(f"catalog: {name!r} has no Spark catalogue equivalent")
+
+    def _database_exists(self, schema: str | None, catalog: str | None) -> bool:
+        if schema is None:
+            return True
+        try:
+            return bool(self._spark.catalog.databaseExists(_quoted(catalog, schema)))
+        except Exception:  # noqa: BLE001 - an unknown catalog
+            interrupt.check()
+            return False
+
+    def _named(self, name: str, schema: str | None, catalog: str | None) -> list[tuple]:
+        """(db, schema, name, kind, oid, is_temp) of the relation ``[catalog.][schema.]name`` binds
+        to: Spark resolves an unqualified name to a temporary view first, then the current
+        database. A file (``parquet.`path```) is a table of schema ``parquet``."""
+        cat = self._spark.catalog
+        try:
+            t = cat.getTable(_quoted(catalog, schema, name))
+        except Exception:  # noqa: BLE001 - not found
+            interrupt.check()
+            t = None
+        if t is not None:
+            kind = "view" if str(t.tableType).upper() in ("VIEW", "TEMPORARY") else "table"
+            ns = list(t.namespace or [])
+            db = t.catalog or cat.currentCatalog()
+            return [(db, ns[-1] if ns else "", t.name, kind, "", int(t.isTemporary))]
+        if (
+            schema is not None
+            and catalog is None
+            and schema.lower() in FILE_FORMATS
+            and not self._database_exists(schema, None)
+            and self.columns(Relation(name, schema))
+        ):
+            return [(cat.currentCatalog(), schema, name, "table", "", 0)]
+        return []
+
+    def _relations(self) -> list[tuple[str, str, str, str]]:
+        """(catalog, database, name, VIEW|TABLE) of every persistent relation of the current
+        catalogue (temporary views are the session's own)."""
+        cat = self._spark.catalog
+        out = []
+        for d in cat.listDatabases():
+            for t in cat.listTables(_quoted(d.catalog, d.name) if d.catalog else _quoted(d.name)):
+                if not t.isTemporary:
+                    ns = list(t.namespace or [d.name])
+                    kind = "VIEW" if str(t.tableType).upper() == "VIEW" else "TABLE"
+                    out.append((t.catalog or d.catalog or cat.currentCatalog(), ns[-1], t.name, kind))
+        return out
+
+    def _views(self) -> list[tuple]:
+        """(catalog, database, view, definition) of every persistent view (Spark records no view
+        dependencies; :mod:`sqlanon.engines.catalog` parses the definitions)."""
+        if self._views_cache is not None:
+            return self._views_cache
+        rows = []
+        for c, d, n, kind in self._relations():
+            if kind != "VIEW":
+                continue
+            desc = self._run(f"DESCRIBE TABLE EXTENDED {_quoted(c, d, n)}").collect()
+            text = next((r[1] for r in desc if str(r[0]).strip() == "View Text"), None)
+            rows.append((c, d, n, text or ""))
+        self._views_cache = rows
+        return rows
+
+    # -- temporary relations ------------------------------------------------------------------
+    def create_temp(self, stem: str, template: str, **context: object) -> Relation:
+        """The SELECT of ``template``, computed now and kept as a temporary view over its result
+        (``localCheckpoint``: the rows are stored by the executors, memory then disk, and the
+        view's plan no longer holds the plans it was computed from; a chain of views, such as
+        Mondrian's rounds, would otherwise grow a plan that Spark re-analyses at every step)."""
+        rel = self.temp_relation(stem)
+        sql = self._sql(template, "select", context)
+        try:
+            frame = self._run(sql).localCheckpoint(eager=True)
+            frame.createTempView(rel.name)
+        except Exception as e:  # noqa: BLE001
+            raise self._fail("statement", template, e) from e
+        self._temps.append(rel.name)
+        return rel
+
+    def drop_temps(self) -> None:
+        with interrupt.deferred():
+            for name in reversed(self._temps):
+                with contextlib.suppress(Exception):
+                    self._spark.catalog.dropTempView(name)
+        self._temps.clear()
+        self._inlined.clear()
+        self._inlined_columns.clear()
+
+    # -- publishing without transactions ------------------------------------------------------
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[Callable[[str], None]]:
+        """Spark has no transactional DDL: run the publish's statements as they come and undo
+        them (compensate) in reverse order unless ``commit`` is reached. See the module docstring
+        for what a kill leaves behind."""
+        self._undo = []
+        done = False
+
+        def commit(label: str) -> None:
+            nonlocal done
+            with interrupt.deferred():
+                interrupt.check()
+                done = True
+                interrupt.mark_published(label)
+
+        try:
+            yield commit
+        finally:
+            undo, self._undo = self._undo, None
+            if not done:
+                with interrupt.deferred():
+                    for step in reversed(undo):
+                        with contextlib.suppress(Exception):
+                            step()
+            self._views_cache = None
+
+    def rollback(self) -> None:
+        return None
+
+    def commit(self) -> None:
+        return None
+
+    def close(self) -> None:
+        try:
+            self.drop_temps()
+        finally:
+            if self._owns and self._spark is not None:
+                with interrupt.deferred(), contextlib.suppress(Exception):
+                    self._spark.stop()
+
+
+def spark_error(e: BaseException) -> str:
+    """The first informative line of a Spark error (py4j puts "An error occurred while calling
+    o39.sql." first and the Java exception, ``: org.apache...Exception: why``, after it)."""
+    for line in str(e).strip().splitlines():
+        line = line.strip().removeprefix(": ")
+        if line and not line.startswith("An error occurred while calling"):
+            return redact(line[:500])
+    return type(e).__name__
+
+
+def _opt(v: object) -> str | None:
+    return None if v is None else str(v)
+
+
+def connect_spark(url: str) -> SparkBackend:
+    """Start (or reuse) a SparkSession for ``url`` (see the module docstring)."""
+    shown = redact(url)
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SqlanonError(f"--db {shown!r}: Spark needs pyspark; {EXTRA_HINT}") from None
+    previous = signal.getsignal(signal.SIGINT)
+    base, _, query = url.partition("?")
+    settings = dict(parse_qsl(query, keep_blank_values=True))
+    try:
+        if base.startswith("sc://"):
+            split = urlsplit(base)
+            if not split.hostname:
+                raise SqlanonError(f"--db: cannot use URL {shown!r}: Spark Connect needs sc://HOST[:PORT]")
+            builder = SparkSession.builder.remote(base)
+            owns = True
+        else:
+            active = SparkSession.getActiveSession()
+            builder = SparkSession.builder.appName("sqlanon")
+            if base.startswith("spark://"):
+                builder = builder.master(base)
+            elif "spark.master" not in settings:
+                builder = builder.master("local[*]")
+            builder = builder.config("spark.ui.showConsoleProgress", "false")
+            owns = active is None
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
+        if not base.startswith("sc://") and owns:
+            with contextlib.suppress(Exception):
+                spark.sparkContext.setLogLevel("ERROR")
+    except SqlanonError:
+        raise
+    except Exception as e:  # noqa: BLE001 - no Java, a cluster that does not answer, a bad setting
+        interrupt.check()
+        raise SqlanonError(f"--db: cannot start Spark for {shown!r}: {spark_error(e)}") from None
+    _chain_interrupt(spark, previous)
+    return SparkBackend(dialect="spark", url=shown, _spark=spark, _owns=owns)
+
+
+def _chain_interrupt(spark: Any, previous: Any) -> None:
+    """A SparkContext replaces the SIGINT handler with its own (cancel the jobs, raise
+    KeyboardInterrupt), which would bypass sqlanon's (:mod:`sqlanon.interrupt`: record the signal,
+    exit 130, nothing published). Put sqlanon's back, cancelling Spark's running jobs first."""
+    if not callable(previous) or signal.getsignal(signal.SIGINT) is previous:
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        with contextlib.suppress(Exception):
+            if type(spark).__module__.startswith("pyspark.sql.connect"):
+                spark.interruptAll()
+            else:
+                spark.sparkContext.cancelAllJobs()
+        previous(signum, frame)
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, handler)
