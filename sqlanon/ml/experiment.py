@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import Progress, prepare
-from sqlanon.metrics import profile
+from sqlanon.lattice import Evaluator, Progress, prepare
+from sqlanon.metrics import compute, profile
 from sqlanon.ml.bayes import ALPHA, naive_bayes
 from sqlanon.ml.models import TRAINERS, read_sample, train
 from sqlanon.ml.rows import TEST_SHARE, Keyed, keyed_source, no_requirements, release_rows
@@ -93,8 +93,19 @@ def utility(
         "bounds": [(ident(f"{keyed.prefix}x_{i}"), q) for i, q in enumerate(numeric_qis)],
     }
     runs = []
-    base = release_rows(be, no_requirements(pol), plan, keyed, None, numeric_qis=numeric_qis)
-    runs.append(_run(be, base, {"release": "original", "k": None, "node": None}, keyed, label, shape, sample, trainers))
+    free = no_requirements(pol)
+    base = release_rows(be, free, plan, keyed, None, numeric_qis=numeric_qis)
+    bottom = tuple(0 for _ in plan.heights)
+    plan_free = dataclasses.replace(plan, policy=free)
+    known = {bottom: Evaluator(plan_free).evaluate([bottom])[bottom]}
+    loss = compute(plan_free, [bottom], LOSS_METRICS, known)[bottom]
+    first = {
+        "release": "original",
+        "k": None,
+        "node": None,
+        "metrics": {m: loss.get(m) for m in LOSS_METRICS},
+    }
+    runs.append(_run(be, base, first, keyed, label, shape, sample, trainers))
     for row in prof["profile"]:
         k = row["k"]
         entry: dict[str, Any] = {"release": algorithm, "k": k, "node": row.get("node")}
@@ -174,4 +185,3 @@ def _run(
     entry.setdefault("metrics", {m: None for m in LOSS_METRICS})
     entry["models"] = models
     return entry
-

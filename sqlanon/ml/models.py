@@ -128,7 +128,12 @@ def train(s: Sample, trainers: list[str], seed: int = 0) -> dict[str, dict[str, 
     out: dict[str, dict[str, Any]] = {}
     if len(set(y_tr)) < 2 or not test_ix:
         for name in trainers:
-            out[name] = {"balanced_accuracy": None, "auroc": None, "train_rows": len(y_tr), "test_rows": len(y_te)}
+            out[name] = {
+                "balanced_accuracy": None,
+                "auroc": None,
+                "train_rows": len(y_tr),
+                "test_rows": len(y_te),
+            }
         return out
     x_tr, x_te = _features(s, train_ix, test_ix)
     for name in trainers:

@@ -96,7 +96,9 @@ def release_rows(
     quasi-identifier, its original value (``<prefix>x_<i>``, for the interval bounds)."""
     pol = dataclasses.replace(policy, source=keyed.rel)
     names = [c.name for c in keyed.columns]
-    ctx = release_context(pol, plan.hierarchies, node or tuple(0 for _ in plan.heights), names, None, partition)
+    ctx = release_context(
+        pol, plan.hierarchies, node or tuple(0 for _ in plan.heights), names, None, partition
+    )
     extra = [keyed.key, keyed.u, keyed.v]
     for i, q in enumerate(numeric_qis):
         ctx["out_cols"].append({"alias": ident(f"{keyed.prefix}x_{i}"), "expr": ident(q), "masked": None})
