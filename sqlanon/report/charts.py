@@ -40,6 +40,7 @@ def svg(fig: Any, name: str) -> str:
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)  # RDF boilerplate
     return text[text.index("<svg") :]
 
 
