@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 import sqlanon
 from sqlanon.cli import main
+from sqlanon.report.html import render
 from tests.test_utility import COLUMNS, POLICY, TYPES, people
 
 SECTIONS = ["summary", "policy", "classes", "risk", "sensitive", "search", "metrics", "tradeoff", "ml"]
@@ -132,6 +133,20 @@ def test_report_data_agree_with_assess_and_anonymise_on_both_engines(rdb) -> Non
     assert list(ex) == [str(i) for i in range(1, h + 1)] and ex[str(h)] == "*"
     assert ex["1"][:4] + "*" == ex["1"] and ex["1"][:3] + "**" == ex["2"]  # one row's labels, masked
     assert levels["age"]["examples"]["1"].startswith("[") and levels["age"]["height"] == 3
+
+
+def test_mondrian_report(rdb) -> None:  # noqa: ANN001
+    """A Mondrian release: no lattice, its partitions are the classes the release is measured by."""
+    if rdb.kind != "duckdb":
+        pytest.skip("Mondrian's report once, on DuckDB")
+    data = sqlanon.report_data(REPORT_POLICY, rdb.url, algorithm="mondrian", ks=[4], label="y", ml_ks=[4])
+    d = data.to_dict()
+    assert d["search"]["algorithm"] == "mondrian" and d["search"]["node"] == {}
+    assert d["after"]["classes"] == d["search"]["partitions"] and d["after"]["k"] >= 4
+    assert all(v["level"] is None for v in d["levels"].values())
+    assert [r["release"] for r in d["utility"]["releases"]] == ["original", "mondrian"]
+    html = render(d)
+    assert "Mondrian cut the records into" in html and html.count("<svg") == 8
 
 
 def _close(a: object, b: object) -> bool:
