@@ -134,7 +134,7 @@ def render(data: Mapping[str, Any]) -> str:
     """The page's HTML text."""
     before, after = data["before"], data["after"]
     k = before.get("policy_k")
-    bound = data["search"].get("prosecutor_bound")
+    bound = None
     for req in data["policy"]["requirements"]:
         if req.startswith("risk.prosecutor <= "):
             bound = float(req.split("<= ")[1])
