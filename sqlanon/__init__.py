@@ -7,7 +7,9 @@ from sqlanon.api import (
     Connection,
     EvaluateResult,
     ProfileResult,
+    ReportResult,
     SearchResult,
+    UtilityResult,
     anonymise,
     assess,
     cleanup,
@@ -20,9 +22,12 @@ from sqlanon.api import (
     load_demo_data,
     load_policy,
     profile,
+    report_data,
     search,
+    utility,
 )
 from sqlanon.errors import PolicyError, SqlanonError
+from sqlanon.report.html import write_report
 
 __version__ = "0.1.0"
 
@@ -33,8 +38,10 @@ __all__ = [
     "EvaluateResult",
     "PolicyError",
     "ProfileResult",
+    "ReportResult",
     "SearchResult",
     "SqlanonError",
+    "UtilityResult",
     "anonymise",
     "assess",
     "cleanup",
@@ -47,5 +54,8 @@ __all__ = [
     "load_demo_data",
     "load_policy",
     "profile",
+    "report_data",
     "search",
+    "utility",
+    "write_report",
 ]

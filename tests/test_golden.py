@@ -176,6 +176,15 @@ privacy:
                 pol, columns=plain, search=Search("mondrian"), target=Relation("patients_m", "main")
             )
             anonymise(be, mon, replace=True, publish_as="table")
+        # issue 14: the machine-learning utility (the keyed split, a release's rows, naive Bayes in
+        # SQL, the scikit-learn sample) and the report (the spreads of l and t over the classes).
+        from sqlanon.ml import report_data, utility
+
+        with session(f"duckdb:///{path}") as be:
+            free = dataclasses.replace(pol, privacy=dataclasses.replace(pol.privacy, l=(), t=(), risk={}))
+            trainers = ["naive_bayes", "logistic_regression"]
+            utility(be, free, label="Disease", ks=[2], trainers=trainers, sample=50)
+            report_data(be, dataclasses.replace(pol, publish_as="table"), ks=[2])
     finally:
         mp.undo()
     return seen

@@ -1,4 +1,5 @@
-"""Reports for people: console summaries of the commands' JSON (the HTML report goes here next)."""
+"""Reports for people: console summaries of the commands' JSON (``console``, ``mlconsole``) and the
+HTML report with its charts (``html``, ``charts``, ``mlcharts``), all drawn from the API's dictionaries."""
 
 from sqlanon.report.console import (
     class_labels,

@@ -1,0 +1,218 @@
+"""What ``sqlanon report`` shows, gathered from what the commands already compute (issue 14):
+``assess`` of the source, the search (``anonymise --dry-run``), the release measured as
+publishing verifies it (after suppression), every metric of the chosen node, ``profile`` over k,
+how l and t spread over the classes, example labels of every level, and optionally the
+machine-learning utility. Everything is an aggregate computed in the database; the page itself
+is drawn by :mod:`sqlanon.report.html` from the dictionary returned here."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from sqlanon.engines import Backend
+from sqlanon.lattice import Evaluator, Plan, Progress, build_hierarchies, check_coverage, prepare
+from sqlanon.measure.assessment import (
+    FrequencyTables,
+    _l_rank,
+    _sort_key,
+    assess,
+    build_frequency_tables,
+    check_columns,
+)
+from sqlanon.measure.release import release_check
+from sqlanon.metrics import compute, metric_info, profile
+from sqlanon.metrics.optimum import check_node_release
+from sqlanon.ml.experiment import utility
+from sqlanon.policy import Policy
+from sqlanon.publish import anonymise, mondrian_release
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import Sql, ident
+from sqlanon.transform.examples import example_label, sample_labels
+from sqlanon.transform.perturb import materialise
+from sqlanon.transform.release import release_context
+
+
+def _version() -> str:
+    try:
+        return version("sqlanon")
+    except PackageNotFoundError:  # a checkout without an install
+        return "unknown"
+
+
+def report_data(
+    be: Backend,
+    policy: Policy,
+    *,
+    levels: tuple[int, ...] | None = None,
+    algorithm: str | None = None,
+    metric: str | None = None,
+    ks: Sequence[int] = (2, 3, 5, 10, 20),
+    label: str | None = None,
+    ml_ks: Sequence[int] | None = None,
+    sample: int = 100_000,
+    trainers: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The report's data (the JSON of ``sqlanon report --json``, see the README)."""
+    hierarchies = build_hierarchies(policy, check_columns(be, policy))
+    before = assess(be, policy, validate=lambda ft: check_coverage(be, hierarchies, ft))
+    search = anonymise(
+        be, policy, dry_run=True, levels=levels, metric=metric, algorithm=algorithm, progress=progress
+    )
+    pert = materialise(be, policy)
+    plan = prepare(be, pert.policy)
+    src_cols = [c.name for c in be.require_columns(policy.source, "source")]
+    mondrian = search["algorithm"] == "mondrian"
+    if mondrian:
+        (_, names), part = mondrian_release(plan, policy)
+        top = tuple(0 for _ in plan.heights)
+        rel = _release(be, policy, plan, top, names, pert.ctx, part)
+        after, _, _ = release_check(
+            be, plan.policy, rel, reference=plan.base, n_rows=plan.n_rows, population_exprs=None
+        )
+        node = None
+        metrics = dict(search.get("mondrian") or {})
+    else:
+        node = tuple(int(search["node"][q]) for q in plan.qi_names)
+        rel = _release(be, policy, plan, node, src_cols, pert.ctx, None)
+        after, _, _ = check_node_release(plan, rel, node)
+        res = Evaluator(plan).evaluate([node])[node]
+        metrics = compute(plan, [node], None, {node: res})[node]
+    search.pop("published", None)
+    out: dict[str, Any] = {
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "sqlanon_version": _version(),
+        "source": str(policy.source),
+        "dialect": be.dialect,
+        "policy": _policy_summary(policy, search),
+        "before": before,
+        "after": after,
+        "search": search,
+        "metrics": metrics,
+        "metric_info": metric_info(plan),
+        "levels": _levels(be, plan, search["node"] if node is not None else None),
+        "distributions": {
+            "before": _distributions(be, plan.policy, plan.policy.source, None),
+            "after": _distributions(be, plan.policy, rel, plan.base),
+        },
+        "profile": profile(
+            be, policy, ks, metric=metric, algorithm=search["algorithm"] if mondrian else algorithm
+        ),
+        "utility": None,
+    }
+    if label is not None:
+        out["utility"] = utility(
+            be,
+            policy,
+            label=label,
+            ks=list(ml_ks or ks),
+            sample=sample,
+            algorithm="mondrian" if mondrian else algorithm,
+            metric=metric,
+            trainers=list(trainers) if trainers else ("naive_bayes",),
+        )
+    return out
+
+
+def _release(
+    be: Backend,
+    policy: Policy,
+    plan: Plan,
+    node: tuple[int, ...],
+    src_cols: list[str],
+    perturb: dict[str, Any] | None,
+    partition: dict[str, Any] | None,
+) -> Relation:
+    """The release as a session-temporary table, by the release's own SQL (suppression applied)."""
+    ctx = release_context(policy, plan.hierarchies, node, src_cols, perturb, partition)
+    return be.create_temp("release", "publish/_release", **ctx)
+
+
+def _policy_summary(policy: Policy, search: dict[str, Any]) -> dict[str, Any]:
+    p = policy.privacy
+    reqs = []
+    if p.k:
+        reqs.append(f"k >= {p.k}")
+    reqs += [r.label for r in p.l] + [r.label for r in p.t]
+    reqs += [f"risk.{kind} <= {bound:g}" for kind, bound in p.risk.items()]
+    return {
+        "source": str(policy.source),
+        "target": str(policy.target) if policy.target else None,
+        "columns": [
+            {"name": c.name, "role": c.role, **({"action": c.action} if c.role == "identifier" else {})}
+            for c in policy.columns
+        ],
+        "requirements": reqs,
+        "suppression": p.suppression,
+        "suppression_mode": p.suppression_mode,
+        "algorithm": search["algorithm"],
+        "metric": (search.get("optimum") or {}).get("metric"),
+    }
+
+
+def _levels(be: Backend, plan: Plan, node: dict[str, int] | None) -> dict[str, Any]:
+    """Per QI: its chosen level (None for Mondrian), its height, and an example label of every
+    level (level 0 is the value itself: no example, never a value)."""
+    hs = plan.hierarchies
+    wanted = {
+        h.column: set(range(1, h.height))
+        for h in hs
+        if any(example_label(h, lv) is None for lv in range(1, h.height))
+    }
+    sampled = sample_labels(be, plan.policy.source, hs, wanted) if wanted else {}
+    out = {}
+    for h in hs:
+        ex = {}
+        for lv in range(1, h.height + 1):
+            lab = example_label(h, lv)
+            ex[str(lv)] = lab if lab is not None else sampled.get(h.column, {}).get(lv)
+        out[h.column] = {
+            "level": None if node is None else node[h.column],
+            "height": h.height,
+            "examples": ex,
+        }
+    return out
+
+
+def _distributions(
+    be: Backend, policy: Policy, rel: Relation, reference: FrequencyTables | None
+) -> dict[str, dict[str, list[list[float]]]]:
+    """{attribute: {measure: [[bin lower edge, classes, records], ...]}} over the classes of ``rel``
+    (grouped by its QI columns as they are), by ``templates/report/distribution.sql.j2`` over the
+    same per-class statistics as ``assess`` (t against ``reference``'s distribution when given)."""
+    s_names = [c.name for c in policy.sensitive]
+    if not s_names:
+        return {}
+    qi_names = [c.name for c in policy.quasi]
+    sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
+    ft = build_frequency_tables(
+        be, rel, [ident(n) for n in qi_names], qi_names, [ident(n) for n in s_names], s_names, sort_keys
+    )
+    out: dict[str, dict[str, list[list[float]]]] = {}
+    for i, name in enumerate(s_names):
+        ref: dict[str, Any] = {"ref_freq": None}
+        if reference is not None:
+            j = reference.s_names.index(name)
+            ref = {
+                "ref_freq": reference.freq,
+                "ref_s_alias": reference.s_aliases[j],
+                "ref_sid_alias": reference.sid_aliases[j],
+            }
+        stats = be.create_temp(
+            "sens",
+            "assess/sensitive_classes",
+            freq=ft.freq,
+            p=Sql(f"a{i}"),
+            s_alias=ft.s_aliases[i],
+            sid_alias=ft.sid_aliases[i],
+            l_rank=_l_rank(policy, name),
+            **ref,
+        )
+        hist: dict[str, list[list[float]]] = {}
+        for measure, b, scale, classes, records in be.query("report/distribution", stats=stats):
+            hist.setdefault(str(measure), []).append([int(b) / int(scale), int(classes), int(records)])
+        out[name] = hist
+    return out
