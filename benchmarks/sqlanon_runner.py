@@ -113,9 +113,6 @@ class Profiler:
             prof.installed.append(f"Backend.{method}")
 
         wrap_backend("query", "query", lambda a, k: str(a[0]) if a else "?")
-        # A compiled shape (the lattice search) is generated once and run many times: its runs
-        # count as the template's queries, its generation as the template's compile time.
-        wrap_backend("query_compiled", "query", lambda a, k: str(a[0]) if a else "?")
         wrap_backend("execute", "exec", lambda a, k: str(a[0]) if a else "?")
         wrap_backend("create_temp", "temp", lambda a, k: str(a[1]) if len(a) > 1 else str(k.get("template")))
 

@@ -104,19 +104,6 @@ class Backend:
         except Exception as e:  # noqa: BLE001 - any driver error becomes one line
             raise self._fail("query", name, e) from e
 
-    def compile(self, name: str, /, **context: object) -> str:
-        """The SELECT of template ``name`` as :meth:`query` would run it, for a caller that runs
-        one statement shape many times (the lattice search): it compiles once and runs the text,
-        its literals substituted, with :meth:`query_compiled`."""
-        return self._sql(name, "select", context)
-
-    def query_compiled(self, name: str, sql: str) -> list[tuple]:
-        """Run SQL that :meth:`compile` produced for template ``name`` (aggregates only)."""
-        try:
-            return [tuple(r) for r in self._run(sql).fetchall()]
-        except Exception as e:  # noqa: BLE001 - any driver error becomes one line
-            raise self._fail("query", name, e) from e
-
     def execute(self, name: str, /, *, kind: str, **context: object) -> None:
         sql = self._sql(name, kind, context)
         try:

@@ -229,7 +229,7 @@ def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
 
     Progress: (nodes evaluated, nodes tagged without a query, untagged), summing to the lattice.
     """
-    ev = Evaluator(plan, relaxed=not plan.monotone, flat=True)
+    ev = Evaluator(plan, relaxed=not plan.monotone)
     heights = plan.heights
     universe = all_nodes(heights)
     total = len(universe)

@@ -6,7 +6,6 @@ its classes checked against every requirement at once (``templates/search/evalua
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,11 +18,6 @@ from sqlanon.measure.assessment import _l_rank, requirement_checks
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident
-
-#: Placeholders for the weights in compiled evaluation SQL: 13-digit integers no template
-#: writes, replaced whole (a compiled row holds nothing else).
-SLOT = 7_391_000_000_000
-_SLOT_RE = re.compile(r"\b7391\d{9}\b")
 
 
 @dataclass
@@ -48,13 +42,6 @@ class Evaluator:
     queries: int = 0
     cache: dict[Node, NodeResult] = field(default_factory=dict)
     sources: list[Source] = field(default_factory=list)
-    #: The evaluation SQL per source (and chunk count) of :meth:`_flat`, compiled once with
-    #: placeholders for the weights: before, most of a small batch's cost was sqlglot's parse and
-    #: generation. Held as (text before the row of weights, the row, text after it).
-    compiled: dict[tuple, tuple[str, str, str]] = field(default_factory=dict)
-    #: Flash's mode (:meth:`_flat`): few nodes per query, each rolling up from its source
-    #: directly, with SQL compiled once per source.
-    flat: bool = False
 
     def __post_init__(self) -> None:
         if not self.sources:
@@ -116,15 +103,6 @@ class Evaluator:
     def evaluate(self, nodes: Iterable[Node]) -> dict[Node, NodeResult]:
         nodes = list(nodes)
         todo = [n for n in dict.fromkeys(nodes) if n not in self.cache]
-        if self.flat:
-            by_source: dict[int, tuple[Source, list[Node]]] = {}
-            for n in todo:
-                src = self.source_for(n)
-                by_source.setdefault(id(src), (src, []))[1].append(n)
-            for src, group in by_source.values():
-                for i in range(0, len(group), BATCH):
-                    self._flat(src, group[i : i + BATCH])
-            return {n: self.cache[n] for n in nodes}
         # Batch similar nodes: sorted by the levels of the most distinct quasi-identifiers first,
         # a batch shares their levels, so its common rollup (the meet) has few rows.
         plan = self.plan
@@ -150,72 +128,10 @@ class Evaluator:
             self._batch(parts)
         return {n: self.cache[n] for n in nodes}
 
-    def _flat(self, source: Source, nodes: list[Node]) -> None:
-        """One query for ``nodes``, all rolling up from ``source`` with no meet, its SQL compiled
-        once per source: every code column of the source carries a weight (0 where a node does not
-        group by it), so the statement does not depend on the nodes, and the VALUES row of weights
-        compiled with placeholders is repeated, filled, once per node."""
-        plan = self.plan
-        used = [
-            (j, lvl)
-            for j, lo in enumerate(source.node)
-            for lvl in range(lo, plan.heights[j])
-            if plan.card.get((j, lvl), 1) > 1
-        ]
-        all_weights = [plan.node_weights(n) for n in nodes]
-        n_chunks = max(1, max(len(ws) for ws in all_weights))
-        width = 1 + n_chunks * len(used)
-        key = (source.rel, n_chunks)
-        if key not in self.compiled:
-            w_alias = {(ch, k): ident(f"w{ch}_{k[0]}_{k[1]}") for ch in range(n_chunks) for k in used}
-            keys = []
-            for ch in range(n_chunks):
-                terms = [f"m.{plan.code_alias[k]} * n.{w_alias[(ch, k)]}" for k in used]
-                keys.append(Sql(" + ".join(terms) if terms else "0"))
-            part = {
-                "source": source.rel,
-                "meet": ident("meet_0"),
-                "nodes": ident("nodes_0"),
-                "cells": ident("cells_0"),
-                "meet_cols": None,
-                "node_rows": [Sql("(" + ", ".join(str(SLOT + c) for c in range(width)) + ")")],
-                "node_cols": [ident("gid")] + [w_alias[(ch, k)] for ch in range(n_chunks) for k in used],
-                "key_exprs": keys,
-            }
-            sql = self._compile([part], n_chunks)
-            row = re.search(r"\(" + ", ".join(str(SLOT + c) for c in range(width)) + r"\)", sql)
-            if row is None:
-                raise SqlanonError(
-                    f"internal: the compiled evaluation lost its row of weights on {plan.be.dialect}"
-                )
-            self.compiled[key] = (sql[: row.start()], row.group(0), sql[row.end() :])
-        head, row_sql, tail = self.compiled[key]
-        rows = []
-        for gid, ws in enumerate(all_weights):
-            vals = [gid]
-            for ch in range(n_chunks):
-                chunk = ws[ch] if ch < len(ws) else {}
-                vals += [chunk.get(k, 0) for k in used]
-            rows.append(_SLOT_RE.sub(lambda m, v=vals: str(v[int(m.group(0)) - SLOT]), row_sql))
-        self._record(nodes, plan.be.query_compiled("search/evaluate", head + ", ".join(rows) + tail))
-
-    def _compile(self, ctx_parts: list[dict[str, Any]], n_chunks: int) -> str:
-        attrs = self._attrs()
-        checks = self._checks()
-        any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
-        return self.plan.be.compile(
-            "search/evaluate",
-            parts=ctx_parts,
-            base=self.plan.base.freq,
-            key_aliases=[ident(f"k_{i}") for i in range(n_chunks)],
-            sid_aliases=[a["sid"] for a in attrs],
-            attrs=attrs,
-            any_check=Sql(any_check.sql(CANONICAL)),
-        )
-
     def _batch(self, parts: list[tuple[Source, list[Node]]]) -> None:
         """One query for the nodes of every part, each part rolling up from its own source."""
         plan = self.plan
+        attrs = self._attrs()
         nodes = [n for _, ns in parts for n in ns]
         all_weights = [plan.node_weights(n) for n in nodes]
         n_chunks = max(1, max(len(ws) for ws in all_weights))
@@ -250,10 +166,17 @@ class Evaluator:
                     "key_exprs": keys,
                 }
             )
-        rows = plan.be.query_compiled("search/evaluate", self._compile(ctx_parts, n_chunks))
-        self._record(nodes, rows)
-
-    def _record(self, nodes: list[Node], rows: list[tuple]) -> None:
+        checks = self._checks()
+        any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
+        rows = plan.be.query(
+            "search/evaluate",
+            parts=ctx_parts,
+            base=plan.base.freq,
+            key_aliases=[ident(f"k_{i}") for i in range(n_chunks)],
+            sid_aliases=[a["sid"] for a in attrs],
+            attrs=attrs,
+            any_check=Sql(any_check.sql(CANONICAL)),
+        )
         self.queries += 1
         seen = set()
         for gid, n_rows, n_classes, bad, bad_classes, dm_kept, k_kept in rows:
