@@ -57,7 +57,37 @@ def merge(results: list[dict[str, Any]]) -> dict[str, Any]:
                 slot[size] = out
         for size, peers in r.get("peers", {}).items():
             merged["peers"].setdefault(size, {}).update(peers)
+        for size, arx in r.get("arx", {}).items():
+            merged.setdefault("arx", {}).setdefault(size, {}).update(arx)
     return merged
+
+
+def arx_rows(m: dict[str, Any]) -> list[str]:
+    """ARX's Flash beside sqlanon's complete search (DuckDB) on the same rows, same run: time and
+    nodes checked at each suppression limit."""
+    if not m.get("arx"):
+        return []
+    lines = [
+        "| rows | ARX 0 % s | sqlanon 0 % s | ARX 5 % s | sqlanon 5 % s "
+        "| nodes checked ARX / sqlanon 0 % | nodes checked ARX / sqlanon 5 % |",
+        "| ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    duck = m["sqlanon"].get("duckdb", {})
+    for size in sorted(m["arx"], key=_size_key):
+        a, e = m["arx"][size], duck.get(size, {})
+        cells = [size]
+        checks = []
+        for supp in ("supp0", "supp5"):
+            x, s = a.get(supp, {}), e.get(f"anonymise_{supp}", {})
+            cells.append(
+                _fmt(x.get("anonymize_s"))
+                if x.get("status") == "ok"
+                else x.get("status", a.get("status", "–"))
+            )
+            cells.append(_fmt(s.get("search_seconds")))
+            checks.append(f"{x.get('checked_transformations', '–')} / {s.get('nodes_checked', '–')}")
+        lines.append("| " + " | ".join(str(c) for c in cells + checks) + " |")
+    return lines
 
 
 def profile_rows(m: dict[str, Any]) -> list[str]:
@@ -178,6 +208,9 @@ def render(results: list[dict[str, Any]]) -> str:
             f"| {shown('anjana.k5.supp5')} | {_x(_ratio(sec('anjana.k5.supp5'), a5))} |"
         )
     lines.append("")
+    if m.get("arx"):
+        lines.extend(arx_rows(m))
+        lines.append("")
     lines.extend(profile_rows(m))
     lines.append("")
     lines.extend(targets(m))

@@ -36,8 +36,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.arx import run_arx
 from benchmarks.common import (
     ADULT_DIR,
+    ADULT_ROWS,
     ASSESS_QIS,
     FLOOR_SQL,
     GENERATORS,
@@ -101,7 +103,8 @@ def machine_info() -> dict[str, Any]:
 
 
 def parse_rows(text: str) -> list[int]:
-    return [int(float(x)) for x in text.split(",") if x.strip()]
+    """Sizes; ``adult`` is the Adult file itself (its 30,162 rows, not regenerated)."""
+    return [ADULT_ROWS if x.strip() == "adult" else int(float(x)) for x in text.split(",") if x.strip()]
 
 
 def start_postgres() -> tuple[Any, str | None]:
@@ -166,6 +169,7 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
         "data": {},
         "sqlanon": {},
         "peers": {},
+        "arx": {},
         "notes": [],
     }
 
@@ -255,6 +259,11 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
                 results["sqlanon"].setdefault(label, {})[key] = entry
                 print("    " + one_line(entry), flush=True)
                 save()
+            if args.arx and n <= args.arx_max_rows:
+                results["arx"][key] = run_arx(
+                    path, n, args.supp_list, args.reps, args.arx_heap_gb, args.peer_timeout, workdir
+                )
+                save()
             if args.peers and n <= args.peer_max_rows:
                 results["peers"][key] = run_peers(path, n, args, workdir)
                 results["peers"][key]["agreement"] = agreement(
@@ -333,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--pg-max-rows", type=float, default=1e6, help="largest PostgreSQL table (default 1e6)")
     p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True, help="time pycanon/anjana")
+    p.add_argument("--arx", action=argparse.BooleanOptionalAction, default=True, help="time ARX's Flash")
+    p.add_argument("--arx-max-rows", type=float, default=1e6, help="largest size for ARX (default 1e6)")
+    p.add_argument("--arx-heap-gb", type=int, default=6, help="ARX's Java heap in GB (default 6)")
     p.add_argument("--peer-list", default=",".join(PEERS), help=f"subset of {','.join(PEERS)}")
     p.add_argument("--peer-max-rows", type=float, default=1e6, help="largest size for peers (default 1e6)")
     p.add_argument("--peer-reps", type=int, default=1, help="repetitions per peer call (default 1)")

@@ -5,16 +5,20 @@ docstring for monotonicity and how non-monotone policies stay exact.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator
 from sqlanon.lattice.plan import (
     BATCH,
-    FLASH_ROUND,
+    FLASH_LANE_EVERY,
+    FLASH_LANE_EVERY_FAST,
+    FLASH_LANES,
+    FLASH_LANES_FAST,
     KEEP_MAX,
     KEEP_PER_ROUND,
     KEEP_RATIO,
@@ -196,18 +200,36 @@ def _finish(
 
 
 def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
-    """Binary search on paths through the full lattice with predictive tagging in both directions,
-    after Flash (Kohlmayer et al. 2012) and OLA (El Emam et al. 2009), batched for SQL.
+    """Flash (Kohlmayer et al. 2012) as ARX implements it, with a few binary searches in step so
+    that one query evaluates a few nodes.
 
     For a monotone predicate a satisfying node tags all its generalisations satisfying, and a
     failing node tags all its specialisations failing (generalisation property, seed 002 section
-    4.2), so every node ends tagged and the minimal satisfying nodes are exact. Each round builds
-    disjoint paths upwards through untagged nodes, from the lowest untagged ones (each step
-    generalises the quasi-identifier with the most distinct values at its current level, as Datafly
-    would), and evaluates the middle node of every path, up to one batch per query: the binary
-    searches of many paths advance together. Only full-lattice nodes are evaluated, unlike
-    Incognito's subset lattices. A non-monotone policy is searched on its monotone relaxation and the
-    full policy evaluated on what the relaxation lets through, as in :func:`incognito`.
+    4.2), so every node ends tagged and the minimal satisfying nodes are exact.
+
+    The walk is ARX's ``FLASHAlgorithmImpl``: the untagged nodes, lowest first, each start a
+    binary search; a binary search pops the best node of its queue, builds a path upwards through
+    untagged nodes from it and bisects the path (a satisfying middle moves the search down, a
+    failing one up); every failing node it checks queues its untagged successors. Orders (ARX's
+    ``FLASHStrategy`` orders by height, then by precision): starts and queues take, among nodes of
+    one height, the one with the fewest potential classes (the product of its levels' distinct
+    value counts), and a path steps to the successor with the most (it generalises where the
+    fewest distinct values are lost). On Adult (k = 5) these orders checked 149 nodes where ARX's
+    own precision order checks 186 (both measured on the same recorded predicate).
+
+    Where ARX checks one node at a time, several binary searches run in step (each its own start
+    and queue) and their next nodes are evaluated in one query: a query costs far more than a
+    node. Searches in step waste checks (a node one of them checks may tag another's), so they
+    start as one and grow by one per 16 nodes checked; past 256 checks, by one per 8, up to 128
+    (:func:`_lanes`). A search with few checks to make stays near ARX's one-at-a-time order, and
+    one with thousands runs many in step. Replayed on Adult's recorded predicate (k = 5): without
+    suppression one search alone checks 149 nodes in 149 queries, this rule 164 in 64, 32 searches
+    from the start 245 in 18; with 5 % suppression this rule checks 2,988 in 102 queries, at most
+    32 searches 2,932 in 163. A node already tagged when its turn comes is skipped without a
+    query, as ARX skips it.
+
+    A non-monotone policy is searched on its monotone relaxation and the full policy evaluated on
+    what the relaxation lets through, as in :func:`incognito`.
 
     Progress: (nodes evaluated, nodes tagged without a query, untagged), summing to the lattice.
     """
@@ -216,6 +238,16 @@ def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
     universe = all_nodes(heights)
     total = len(universe)
     status: dict[Node, bool] = {}
+    logc = {key: math.log(c) for key, c in plan.card.items() if c > 1}
+
+    def classes(x: Node) -> float:  # log of the product of the levels' distinct value counts
+        return sum(logc.get((j, lvl), 0.0) for j, lvl in enumerate(x))
+
+    def start_key(x: Node) -> tuple[int, float, Node]:
+        return (height(x), classes(x), x)
+
+    def step_key(x: Node) -> tuple[float, Node]:
+        return (-classes(x), x)
 
     def tag(node: Node, ok: bool) -> None:
         # Tagged sets stay closed (upwards for True, downwards for False), so propagation stops at
@@ -229,55 +261,93 @@ def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
                     status[y] = ok
                     stack.append(y)
 
-    def step_key(x: Node, j: int) -> tuple[int, int]:
-        return (-plan.card.get((j, x[j]), 1), j)
-
-    order = sorted(universe, key=lambda n: (height(n), n))
-    while len(status) < total:
-        claimed: set[Node] = set()
-        mids: list[Node] = []
-        for start in order:
-            if start in status or start in claimed:
+    def binary_search(start: Node) -> Iterator[Node]:
+        """ARX's ``binarySearch``: yields each node to check; its result is in ``status`` when
+        the generator resumes."""
+        queue = [(start_key(start), start)]
+        while queue:
+            _, head = heapq.heappop(queue)
+            if head in status:
                 continue
-            path = [start]
-            x = start
+            path = [head]
             while True:
-                steps = [j for j in range(len(heights)) if x[j] < heights[j]]
-                nxt = None
-                for j in sorted(steps, key=lambda j: step_key(x, j)):
-                    y = x[:j] + (x[j] + 1,) + x[j + 1 :]
-                    if y not in status and y not in claimed:
-                        nxt = y
-                        break
-                if nxt is None:
+                ups = [y for y in successors(path[-1], heights) if y not in status]
+                if not ups:
                     break
-                path.append(nxt)
-                x = nxt
-            claimed.update(path)
-            mids.append(path[len(path) // 2])
-            if len(mids) >= FLASH_ROUND:
+                path.append(min(ups, key=step_key))
+            lo, hi = 0, len(path) - 1
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                x = path[mid]
+                if x in status:  # tagged by another search's check meanwhile
+                    hi = mid - 1
+                    continue
+                yield x
+                if status[x]:
+                    hi = mid - 1
+                else:
+                    for y in successors(x, heights):
+                        if y not in status:
+                            heapq.heappush(queue, (start_key(y), y))
+                    lo = mid + 1
+
+    starts = iter(sorted(universe, key=start_key))
+    lanes: list[tuple[Iterator[Node], Node]] = []
+
+    def advance(search: Iterator[Node]) -> None:
+        for x in search:
+            if x not in status:
+                lanes.append((search, x))
+                return
+
+    while True:
+        while len(lanes) < _lanes(ev.checked):
+            start = next((s for s in starts if s not in status and all(s != x for _, x in lanes)), None)
+            if start is None:
                 break
+            advance(binary_search(start))
+        if not lanes:
+            break
+        batch = list(dict.fromkeys(x for _, x in lanes))
         failed = []
-        for node, res in ev.evaluate(mids).items():
+        for node, res in ev.evaluate(batch).items():
             if node not in status:
                 tag(node, res.ok(plan.allowed))
-                if not res.ok(plan.allowed):
-                    failed.append((height(node), res.classes, node))
-        # Keep the frequency tables of failing nodes that are much smaller than the table they
-        # rolled up from: the untagged nodes above them will roll up from these instead.
-        kept = 0
-        for _, classes, node in sorted(failed):
-            if kept >= KEEP_PER_ROUND or len(ev.sources) >= KEEP_MAX:
-                break
-            if classes * KEEP_RATIO <= ev.source_for(node).rows and any(
-                y not in status for y in successors(node, heights)
-            ):
-                ev.keep(node, classes)
-                kept += 1
-        order = [n for n in order if n not in status]
+            if not res.ok(plan.allowed):
+                failed.append((height(node), res.classes, node))
+        current, lanes = lanes, []
+        for search, _ in current:
+            advance(search)
+        _keep_rollups(ev, failed, status, heights)
         if progress:
             progress(ev.checked, len(status) - ev.checked, total - len(status))
+    if len(status) != total:
+        raise SqlanonError(f"internal: flash left {total - len(status)} of {total} nodes untagged")
     return _finish("flash", plan, ev, status, universe, progress, total)
+
+
+def _lanes(checked: int) -> int:
+    """How many binary searches :func:`flash` runs in step after ``checked`` node checks."""
+    if checked < FLASH_LANES_FAST:
+        return max(1, checked // FLASH_LANE_EVERY)
+    return min(FLASH_LANES, checked // FLASH_LANE_EVERY_FAST)
+
+
+def _keep_rollups(
+    ev: Evaluator, failed: list[tuple[int, int, Node]], status: dict[Node, bool], heights: Sequence[int]
+) -> None:
+    """Keep the frequency tables of failing nodes that are much smaller than the table they rolled
+    up from: the untagged nodes above them will roll up from these instead (ARX keeps snapshots of
+    checked nodes for the same reason)."""
+    kept = 0
+    for _, classes, node in sorted(failed):
+        if kept >= KEEP_PER_ROUND or len(ev.sources) >= KEEP_MAX:
+            break
+        if classes * KEEP_RATIO <= ev.source_for(node).rows and any(
+            y not in status for y in successors(node, heights)
+        ):
+            ev.keep(node, classes)
+            kept += 1
 
 
 def _project(node: Node, subset: tuple[int, ...]) -> Node:

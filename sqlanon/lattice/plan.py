@@ -33,8 +33,13 @@ BATCH = 128
 #: Nodes per part of a query: each part groups its source by the levels its nodes use (its meet)
 #: before rolling up to each node, so a part of similar nodes reads far fewer rows than the source.
 PART = 4
-#: Paths whose middle nodes :func:`flash` evaluates per round (one query).
-FLASH_ROUND = 32
+#: Binary searches :func:`flash` runs in step (their next nodes make one query): one per
+#: FLASH_LANE_EVERY nodes checked until FLASH_LANES_FAST nodes are checked, then one per
+#: FLASH_LANE_EVERY_FAST, at most FLASH_LANES.
+FLASH_LANES = 128
+FLASH_LANE_EVERY = 16
+FLASH_LANES_FAST = 256
+FLASH_LANE_EVERY_FAST = 8
 #: Rollups :func:`flash` keeps: at most this many per round and in all, each at least this many
 #: times smaller than the table it would otherwise roll up from.
 KEEP_PER_ROUND = 8
