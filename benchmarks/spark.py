@@ -55,8 +55,12 @@ def main() -> None:
         "command": "python -m benchmarks.spark " + " ".join(sys.argv[1:]),
         "started_utc": started.isoformat(timespec="seconds"),
         "machine": machine_info(),
-        "spark": {"version": spark.version, "master": args.master,
-                  "shuffle_partitions": args.shuffle_partitions, "driver_memory": args.driver_memory},
+        "spark": {
+            "version": spark.version,
+            "master": args.master,
+            "shuffle_partitions": args.shuffle_partitions,
+            "driver_memory": args.driver_memory,
+        },
         "loadavg_start": list(os.getloadavg()),
         "runs": {},
     }

@@ -488,8 +488,15 @@ def utility(
     names = parse_trainers(trainers)
     with _session(db) as be:
         out = _utility(
-            be, pol, label=label, ks=k_values, sample=sample, algorithm=algorithm, metric=metric,
-            trainers=names, progress=progress,
+            be,
+            pol,
+            label=label,
+            ks=k_values,
+            sample=sample,
+            algorithm=algorithm,
+            metric=metric,
+            trainers=names,
+            progress=progress,
         )
     return UtilityResult.of(out)
 
@@ -519,8 +526,16 @@ def report_data(
         ml_values = parse_ks(ml_ks if isinstance(ml_ks, str) else ",".join(str(k) for k in ml_ks))
     with _session(db) as be:
         out = _report_data(
-            be, pol, levels=node, algorithm=algorithm, metric=metric, ks=k_values, label=label,
-            ml_ks=ml_values, sample=sample, trainers=parse_trainers(trainers) if trainers else None,
+            be,
+            pol,
+            levels=node,
+            algorithm=algorithm,
+            metric=metric,
+            ks=k_values,
+            label=label,
+            ml_ks=ml_values,
+            sample=sample,
+            trainers=parse_trainers(trainers) if trainers else None,
             progress=progress,
         )
     return ReportResult(out)
