@@ -7,9 +7,7 @@ from sqlanon.api import (
     Connection,
     EvaluateResult,
     ProfileResult,
-    ReportResult,
     SearchResult,
-    UtilityResult,
     anonymise,
     assess,
     cleanup,
@@ -22,10 +20,9 @@ from sqlanon.api import (
     load_demo_data,
     load_policy,
     profile,
-    report_data,
     search,
-    utility,
 )
+from sqlanon.api_ml import ReportResult, UtilityResult, report_data, utility
 from sqlanon.errors import PolicyError, SqlanonError
 from sqlanon.report.html import write_report
 
