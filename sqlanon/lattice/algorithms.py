@@ -220,13 +220,14 @@ def flash(plan: Plan, progress: Progress | None = None) -> SearchResult:
     Where ARX checks one node at a time, several binary searches run in step (each its own start
     and queue) and their next nodes are evaluated in one query: a query costs far more than a
     node. Searches in step waste checks (a node one of them checks may tag another's), so they
-    start as one and grow by one per 16 nodes checked; past 256 checks, by one per 8, up to 128
+    start as one and grow by one per 16 nodes checked; past 512 checks, by one per 8, up to 128
     (:func:`_lanes`). A search with few checks to make stays near ARX's one-at-a-time order, and
     one with thousands runs many in step. Replayed on Adult's recorded predicate (k = 5): without
     suppression one search alone checks 149 nodes in 149 queries, this rule 164 in 64, 32 searches
-    from the start 245 in 18; with 5 % suppression this rule checks 2,988 in 102 queries, at most
-    32 searches 2,932 in 163. A node already tagged when its turn comes is skipped without a
-    query, as ARX skips it.
+    from the start 245 in 18; with 5 % suppression this rule checks 2,997 in 108 queries, at most
+    32 searches 2,932 in 163. (On the 1e6-row benchmark table, growing faster from 256 checks
+    on cost 384 checks without suppression, one more than ARX; from 512, 376.) A node already
+    tagged when its turn comes is skipped without a query, as ARX skips it.
 
     A non-monotone policy is searched on its monotone relaxation and the full policy evaluated on
     what the relaxation lets through, as in :func:`incognito`.

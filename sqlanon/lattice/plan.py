@@ -38,7 +38,7 @@ PART = 4
 #: FLASH_LANE_EVERY_FAST, at most FLASH_LANES.
 FLASH_LANES = 128
 FLASH_LANE_EVERY = 16
-FLASH_LANES_FAST = 256
+FLASH_LANES_FAST = 512
 FLASH_LANE_EVERY_FAST = 8
 #: Rollups :func:`flash` keeps: at most this many per round and in all, each at least this many
 #: times smaller than the table it would otherwise roll up from.
