@@ -23,7 +23,12 @@ from pycanon import anonymity as pycanon
 
 import sqlanon
 import sqlanon.engines.base as engine_mod
+from sqlanon.engines import session
+from sqlanon.lattice import prepare
+from sqlanon.policy import load_policy
+from sqlanon.relation import Relation
 from sqlanon.sql.compile import template_names
+from sqlanon.transform.examples import sample_labels
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, PATIENT_TYPES, ROOT, TestDB, _make_db, patients_rows
 from tests.helpers import cli, cli_json, write_policy
 from tests.test_assess_adult import adult_frame, adult_rows
@@ -248,8 +253,16 @@ def test_profile_scaffold_and_labels(pair: dict, tmp_path: Path) -> None:
     ):
         s = cli(*args, "--db", spark.url)
         d = cli(*args, "--db", duck.url)
-        assert s[0] == d[0] == 0, s[2]
+        assert s[0] == d[0] and s[0] in (0, 1), s[2]  # evaluate: 1, the node is not 3-anonymous
         assert s[1].replace(spark.url, "URL") == d[1].replace(duck.url, "URL")
+    labels = []
+    for db in (spark, duck):
+        with session(db.url) as be:
+            plan = prepare(be, load_policy(pol))
+            labels.append(
+                sample_labels(be, Relation("patients", "main"), plan.hierarchies, {"Postcode": [1, 2]})
+            )
+    assert labels[0] == labels[1] and labels[0]
 
 
 def test_demo_on_spark(pair: dict) -> None:
