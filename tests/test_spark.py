@@ -43,6 +43,9 @@ NOT_ON_SPARK = {t for t in template_names() if t.startswith(("catalog/", "dbt/")
     "publish/grant",
     "ddl/create_temp",
 }
+# Issue 14's templates (the machine-learning utility and the report's spreads) arrived in the same
+# merge as the Spark engine and have not been run on Spark yet: said in the README (*Spark*).
+NOT_ON_SPARK |= {t for t in template_names() if t.startswith("utility/")} | {"report/distribution"}
 EXECUTED: set[str] = set()
 
 
