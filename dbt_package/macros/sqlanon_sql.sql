@@ -1321,7 +1321,7 @@ WITH sqlanon_freq AS (
     SUM(q * (
       LN(CAST(q / p AS DOUBLE)) / LN(2)
     )) AS kl,
-    0.5 * (
+    CAST(0.5 AS DOUBLE) * (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
@@ -1430,7 +1430,7 @@ WITH sqlanon_freq AS (
     SUM(q * (
       LN(CAST(q / p AS DOUBLE)) / LN(2)
     )) AS kl,
-    0.5 * (
+    CAST(0.5 AS DOUBLE) * (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
@@ -1465,7 +1465,7 @@ FROM sqlanon_classes AS c
 JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
-  s.entropy < LN(CAST({{ l }} AS DOUBLE)) / LN(2) - 1e-09
+  s.entropy < LN(CAST({{ l }} AS DOUBLE)) / LN(2) - CAST(1e-09 AS DOUBLE)
 {% elif kind == 'recursive' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -1539,7 +1539,7 @@ WITH sqlanon_freq AS (
     SUM(q * (
       LN(CAST(q / p AS DOUBLE)) / LN(2)
     )) AS kl,
-    0.5 * (
+    CAST(0.5 AS DOUBLE) * (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
@@ -3382,7 +3382,7 @@ WITH sqlanon_freq AS (
     SUM(q * (
       LN(CAST(q / p AS DOUBLE)) / LN(2)
     )) AS kl,
-    0.5 * (
+    CAST(0.5 AS DOUBLE) * (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
@@ -3414,7 +3414,7 @@ FROM sqlanon_classes AS c
 JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
-  s.emd_equal > {{ t }} + 1e-09
+  s.emd_equal > {{ t }} + CAST(1e-09 AS DOUBLE)
 {% elif measure == 'emd-ordered' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -3510,7 +3510,7 @@ WITH sqlanon_freq AS (
     SUM(q * (
       LN(CAST(q / p AS DOUBLE)) / LN(2)
     )) AS kl,
-    0.5 * (
+    CAST(0.5 AS DOUBLE) * (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
@@ -3571,7 +3571,7 @@ FROM sqlanon_classes AS c
 JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
-  s.emd_ordered > {{ t }} + 1e-09
+  s.emd_ordered > {{ t }} + CAST(1e-09 AS DOUBLE)
 {% elif measure == 'kl' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -3667,7 +3667,7 @@ WITH sqlanon_freq AS (
     SUM(q * (
       LN(CAST(q / p AS DOUBLE)) / LN(2)
     )) AS kl,
-    0.5 * (
+    CAST(0.5 AS DOUBLE) * (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
@@ -3699,7 +3699,7 @@ FROM sqlanon_classes AS c
 JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
-  s.kl > {{ t }} + 1e-09
+  s.kl > {{ t }} + CAST(1e-09 AS DOUBLE)
 {% endif %}
 {% endmacro %}
 
@@ -4438,7 +4438,7 @@ FROM (
   FROM sqlanon_classes
 ) AS r
 WHERE
-  r.risk > {{ max }} + 1e-09
+  r.risk > {{ max }} + CAST(1e-09 AS DOUBLE)
 {% endif %}
 {% endmacro %}
 
