@@ -51,9 +51,8 @@ def rdb(mdb):  # noqa: ANN001
     return mdb
 
 
+@pytest.mark.parametrize("mdb", ["duckdb"], indirect=True)  # once; PostgreSQL's data compared below
 def test_report_in_a_real_browser(rdb, tmp_path: Path) -> None:  # noqa: ANN001
-    if rdb.kind != "duckdb":
-        pytest.skip("the browser test runs once, on DuckDB; the data on PostgreSQL are compared below")
     browser_path = _browser_or_skip()
     policy = tmp_path / "people.yaml"
     policy.write_text(json.dumps(REPORT_POLICY), encoding="utf-8")
@@ -135,10 +134,9 @@ def test_report_data_agree_with_assess_and_anonymise_on_both_engines(rdb) -> Non
     assert levels["age"]["examples"]["1"].startswith("[") and levels["age"]["height"] == 3
 
 
+@pytest.mark.parametrize("mdb", ["duckdb"], indirect=True)  # Mondrian's report once, on DuckDB
 def test_mondrian_report(rdb) -> None:  # noqa: ANN001
     """A Mondrian release: no lattice, its partitions are the classes the release is measured by."""
-    if rdb.kind != "duckdb":
-        pytest.skip("Mondrian's report once, on DuckDB")
     data = sqlanon.report_data(REPORT_POLICY, rdb.url, algorithm="mondrian", ks=[4], label="y", ml_ks=[4])
     d = data.to_dict()
     assert d["search"]["algorithm"] == "mondrian" and d["search"]["node"] == {}

@@ -201,10 +201,9 @@ def test_utility_is_the_same_on_both_engines(request, tmp_path: Path) -> None:  
     assert orig["metrics"]["ncp"] == pytest.approx(0) and orig["metrics"]["entropy_loss"] == pytest.approx(0)
 
 
+@pytest.mark.parametrize("mdb", ["duckdb"], indirect=True)  # the CLI on DuckDB; PostgreSQL above
 def test_utility_cli_with_scikit_learn_and_bounded_sample(pdb) -> None:  # noqa: ANN001
-    path = Path(pdb._duck_path or ".").parent / "people.yaml" if pdb.kind == "duckdb" else None
-    if path is None:
-        pytest.skip("the CLI run is on DuckDB; PostgreSQL is covered by the tests above")
+    path = Path(pdb._duck_path or ".").parent / "people.yaml"
     path.write_text(json.dumps(POLICY), encoding="utf-8")
     r = CliRunner().invoke(
         main, ["utility", str(path), "--db", pdb.url, "--label", "y", "--k", "3", "--sample", "300", "--json"]
