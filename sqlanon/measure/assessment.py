@@ -246,6 +246,19 @@ def _f(x: Any) -> float | None:
     return None if x is None else float(x)
 
 
+def reference_context(reference: FrequencyTables | None, name: str) -> dict[str, Any]:
+    """The template context naming the source's frequency table for sensitive attribute ``name``
+    (t-closeness of a release compares with the source's distribution), or no reference."""
+    if reference is None:
+        return {"ref_freq": None}
+    j = reference.s_names.index(name)
+    return {
+        "ref_freq": reference.freq,
+        "ref_s_alias": reference.s_aliases[j],
+        "ref_sid_alias": reference.sid_aliases[j],
+    }
+
+
 def assess(
     be: Backend,
     policy: Policy,
@@ -307,14 +320,7 @@ def assess_tables(
                     f"columns.{name}.order: does not list {len(bad)}+ value(s) present, e.g. {bad[0][0]!r}"
                 )
         l_rank = _l_rank(policy, name)
-        ref_ctx: dict[str, Any] = {"ref_freq": None}
-        if reference is not None:
-            j = reference.s_names.index(name)
-            ref_ctx = {
-                "ref_freq": reference.freq,
-                "ref_s_alias": reference.s_aliases[j],
-                "ref_sid_alias": reference.sid_aliases[j],
-            }
+        ref_ctx = reference_context(reference, name)
         stats = be.create_temp(
             "sens",
             "assess/sensitive_classes",

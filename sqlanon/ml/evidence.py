@@ -21,6 +21,7 @@ from sqlanon.measure.assessment import (
     assess,
     build_frequency_tables,
     check_columns,
+    reference_context,
 )
 from sqlanon.measure.release import release_check
 from sqlanon.metrics import compute, metric_info, profile
@@ -193,14 +194,7 @@ def _distributions(
     )
     out: dict[str, dict[str, list[list[float]]]] = {}
     for i, name in enumerate(s_names):
-        ref: dict[str, Any] = {"ref_freq": None}
-        if reference is not None:
-            j = reference.s_names.index(name)
-            ref = {
-                "ref_freq": reference.freq,
-                "ref_s_alias": reference.s_aliases[j],
-                "ref_sid_alias": reference.sid_aliases[j],
-            }
+        ref = reference_context(reference, name)
         stats = be.create_temp(
             "sens",
             "assess/sensitive_classes",
