@@ -26,6 +26,7 @@ T_MEASURES = ("emd-equal", "emd-ordered", "kl")
 RISK_KINDS = ("prosecutor", "average", "marketer", "journalist")
 ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive", "mondrian")
 PUBLISH_AS = ("view", "table")
+SEARCH_SCOPES = ("optimum", "minimal")
 SUPPRESSION_MODES = ("remove", "mask")
 
 
@@ -117,6 +118,9 @@ class Privacy:
 class Search:
     algorithm: str = "flash"
     metric: str = "precision"
+    #: ``optimum``: Flash skips nodes whose metric bound already loses to a satisfying node it has
+    #: found (ARX's pruning); ``minimal``: every minimal node is listed (see the README).
+    scope: str = "optimum"
 
 
 @dataclass(frozen=True)
@@ -314,11 +318,14 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
             raise _fail("privacy.risk.journalist", "journalist risk needs a population relation")
 
     search_raw = _mapping("search", data.get("search") or {})
-    _known("search", search_raw, ("algorithm", "metric"))
+    _known("search", search_raw, ("algorithm", "metric", "scope"))
     algorithm = search_raw.get("algorithm", "flash")
     if algorithm not in ALGORITHMS:
         raise _fail("search.algorithm", f"expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     metric = str(search_raw.get("metric", "precision"))
+    scope = search_raw.get("scope", "optimum")
+    if scope not in SEARCH_SCOPES:
+        raise _fail("search.scope", f"expected one of {', '.join(SEARCH_SCOPES)}, got {scope!r}")
 
     publish_raw = _mapping("publish", data.get("publish") or {})
     _known("publish", publish_raw, ("as",))
@@ -339,7 +346,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         population=population,
         columns=columns,
         privacy=Privacy(k=k, l=l_req, t=t_req, suppression=suppression, suppression_mode=mode, risk=risk),
-        search=Search(algorithm=algorithm, metric=metric),
+        search=Search(algorithm=algorithm, metric=metric, scope=scope),
         publish_as=publish_as,
         base_dir=Path(base_dir),
         label_column=str(label) if label is not None else None,

@@ -34,13 +34,12 @@ from sqlanon.lattice import (
     node_map,
     parse_levels,
     prepare,
-    run_search,
 )
 from sqlanon.lattice.mondrian import mondrian_release
 from sqlanon.measure.release import release_check
 from sqlanon.metrics import choose, score, value
 from sqlanon.metrics.evaluate import mondrian_metrics
-from sqlanon.metrics.optimum import check_node_release
+from sqlanon.metrics.optimum import check_node_release, search
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
@@ -80,7 +79,7 @@ def anonymise(
             raise SqlanonError("--levels: a Mondrian release has no levels; drop --levels or the algorithm")
         return _anonymise_mondrian(be, policy, plan, pert, out, kind, target, replace, dry_run, pre, progress)
     if levels is None:
-        result = run_search(plan, algorithm or policy.search.algorithm, progress)
+        result = search(plan, algorithm or policy.search.algorithm, metric, progress)
         node, best = choose(plan, result, metric)
         out.update(
             {
@@ -88,6 +87,8 @@ def anonymise(
                 "minimal_nodes": [node_map(plan, n) for n in result.minimal],
                 "nodes_total": result.nodes_total,
                 "nodes_checked": result.nodes_checked,
+                "nodes_pruned": result.pruned,
+                "search_scope": result.scope,
                 "queries": result.queries,
             }
         )
@@ -372,6 +373,6 @@ def compile_release(
     if levels_text is not None:
         node = parse_levels(levels_text, plan.qi_names, plan.heights)
     else:
-        result = run_search(plan, policy.search.algorithm)
+        result = search(plan, policy.search.algorithm, policy.search.metric)
         node, _ = choose(plan, result, policy.search.metric)
     return release_sql(policy, plan.hierarchies, node, dialect, target, kind, src_cols, pert.ctx)

@@ -42,7 +42,16 @@ from sqlanon.lattice.algorithms import (
     successors,
 )
 from sqlanon.lattice.evaluator import Evaluator, Source, relaxed_k
-from sqlanon.lattice.plan import Node, NodeResult, Plan, Progress, build_hierarchies, check_coverage, prepare
+from sqlanon.lattice.plan import (
+    Node,
+    NodeResult,
+    Plan,
+    Progress,
+    Pruning,
+    build_hierarchies,
+    check_coverage,
+    prepare,
+)
 
 __all__ = [
     "Evaluator",
@@ -50,6 +59,7 @@ __all__ = [
     "NodeResult",
     "Plan",
     "Progress",
+    "Pruning",
     "SearchResult",
     "Source",
     "all_nodes",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlglot import exp
 
@@ -27,6 +28,22 @@ from sqlanon.transform.hierarchy import Hierarchy
 
 Node = tuple[int | None, ...]
 Progress = Callable[[int, int, int], None]
+
+
+class Pruning(Protocol):
+    """What :func:`~sqlanon.lattice.algorithms.flash` needs to skip nodes that cannot be the
+    optimum (``search.scope: optimum``); built by :func:`sqlanon.metrics.optimum.pruning` from the
+    metric, which the lattice layer does not know. Ranks are oriented lower-is-better."""
+
+    def rank(self, node: Node, res: NodeResult) -> float | None:
+        """The exact rank of a checked satisfying node when it needs no query, else None."""
+        ...
+
+    def hopeless(self, node: Node, best: float) -> bool:
+        """Whether the node's rank surely exceeds ``best`` (its query-free lower bound does): it
+        can neither be nor tie the optimum, whatever it needs suppressed."""
+        ...
+
 
 #: Nodes per evaluation query.
 BATCH = 128

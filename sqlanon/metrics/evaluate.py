@@ -9,12 +9,12 @@ from typing import Any
 
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import Evaluator, Plan, Progress, node_map, parse_levels, prepare, run_search
+from sqlanon.lattice import Evaluator, Plan, Progress, node_map, parse_levels, prepare
 from sqlanon.lattice.mondrian import MondrianResult, mondrian, mondrian_release
 from sqlanon.measure.assessment import assess
 from sqlanon.measure.release import release_check
 from sqlanon.metrics.info import METRIC_INFO, ZERO, _spec, monotone
-from sqlanon.metrics.optimum import choose
+from sqlanon.metrics.optimum import choose, search
 from sqlanon.metrics.scoring import compute
 from sqlanon.policy import ALGORITHMS, Policy
 from sqlanon.sql.compile import ident
@@ -250,7 +250,7 @@ def profile(
 
 def _node_entry(plan: Plan, k: int, algorithm: str, metric: str, progress: Progress | None) -> dict[str, Any]:
     """A profile row for a full-domain search: its optimum by ``metric`` and all its metrics."""
-    result = run_search(plan, algorithm, progress)
+    result = search(plan, algorithm, metric, progress)
     entry: dict[str, Any] = {
         "k": k,
         "minimal_node_count": len(result.minimal),

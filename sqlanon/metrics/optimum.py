@@ -6,15 +6,68 @@ from __future__ import annotations
 from typing import Any
 
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import Node, Plan, SearchResult
+from sqlanon.lattice import Node, NodeResult, Plan, Progress, SearchResult, run_search
 from sqlanon.measure.release import release_check
-from sqlanon.metrics.bounds import BOUND_EPS, CHOOSE_CHUNK, rank_lower_bound
-from sqlanon.metrics.info import candidates_for
-from sqlanon.metrics.scoring import score, value
+from sqlanon.metrics.bounds import BOUND_EPS, CHOOSE_CHUNK, _rank, rank_lower_bound
+from sqlanon.metrics.info import COUNT_METRICS, NODE_METRICS, PHI_KINDS, candidates_for
+from sqlanon.metrics.scoring import _value, score, tables, value
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql, ident
 from sqlanon.transform.release import release_context
+
+
+class BoundPruning:
+    """Flash's pruning by the metric (:class:`sqlanon.lattice.Pruning`; ``search.scope: optimum``).
+
+    ``hopeless``: :func:`~sqlanon.metrics.bounds.rank_lower_bound` (no query, cached per node)
+    exceeds ``best`` by more than the relative slack :data:`BOUND_EPS` that
+    :func:`choose_among` allows for rounding, so skipping agrees with its branch and bound.
+    ``rank``: a checked satisfying node's exact rank where the check's counts give it without a
+    query: the level-vector metrics, the count metrics (precision, discernibility, average class
+    size: the suppressed records and kept classes are in the NodeResult) and, for a node that
+    suppresses nothing, the per-record metrics (their value without suppression is the per-level
+    totals). Each bound used is monotone along generalisation (:func:`rank_lower_bound`'s proofs:
+    a label at a higher level covers more values and is present in fewer labels), which the
+    minimal-node listing of :func:`~sqlanon.lattice.algorithms.flash` relies on.
+    """
+
+    def __init__(self, plan: Plan, metric: str) -> None:
+        self.plan, self.metric = plan, metric
+        self.bounds: dict[Node, float | None] = {}
+
+    def hopeless(self, node: Node, best: float) -> bool:
+        if node not in self.bounds:
+            self.bounds[node] = rank_lower_bound(self.plan, node, self.metric)
+        b = self.bounds[node]
+        return b is not None and b > best + BOUND_EPS * max(1.0, abs(best))
+
+    def rank(self, node: Node, res: NodeResult) -> float | None:
+        m = self.metric
+        if m in NODE_METRICS or m in COUNT_METRICS:
+            mt = None
+        elif m in PHI_KINDS and res.bad_records == 0:
+            mt = tables(self.plan)
+        else:
+            return None
+        return _rank(m, _value(self.plan, mt, m, node, res, {}))
+
+
+def pruning(plan: Plan, metric: str) -> BoundPruning | None:
+    """Flash's pruning for ``metric`` under the plan's policy, or None where it does not apply:
+    ``search.scope: minimal``, a table-wide risk bound (:func:`choose` may have to fall back to
+    worse candidates, so none may be skipped), or a metric without a query-free bound."""
+    if plan.policy.search.scope != "optimum" or global_bounds(plan.policy):
+        return None
+    if rank_lower_bound(plan, tuple(0 for _ in plan.heights), metric) is None:
+        return None
+    return BoundPruning(plan, metric)
+
+
+def search(plan: Plan, algorithm: str, metric: str, progress: Progress | None = None) -> SearchResult:
+    """The lattice search for the optimum by ``metric``: Flash prunes by the metric's bound unless
+    the policy says ``search.scope: minimal`` (:func:`pruning`)."""
+    return run_search(plan, algorithm, progress, pruning(plan, metric))
 
 
 def choose(plan: Plan, result: SearchResult, metric: str) -> tuple[Node, dict[str, Any]]:

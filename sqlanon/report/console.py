@@ -256,7 +256,13 @@ def print_anonymise(
     if r.get("algorithm") not in ("given", "mondrian"):
         console.print(
             f"[bold]{_e(r['algorithm'])}[/bold]: {r['nodes_checked']} node checks over a lattice of "
-            f"{r['nodes_total']} nodes; {len(r['minimal_nodes'])} minimal node(s)"
+            f"{r['nodes_total']} nodes; "
+            + (
+                f"{r.get('nodes_pruned', 0)} ruled out by the {_e(r['optimum']['metric'])} bound; "
+                f"{len(r['minimal_nodes'])} minimal node(s) that could be optimal"
+                if r.get("search_scope") == "optimum"
+                else f"{len(r['minimal_nodes'])} minimal node(s)"
+            )
         )
     opt = r["optimum"]
     if r.get("algorithm") == "mondrian":
