@@ -23,10 +23,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 import sqlanon.metrics.optimum as metrics_optimum
-from sqlanon.lattice import height
 from sqlanon import metrics
 from sqlanon.engines import session
-from sqlanon.lattice import prepare, run_search
+from sqlanon.lattice import height, prepare, run_search
 from sqlanon.metrics import (
     BOUNDED_METRICS,
     METRIC_INFO,
@@ -231,7 +230,7 @@ def test_branch_and_bound_prunes(db):  # noqa: ANN001
             if m == "precision":
                 # The bound prunes: fewer checks than listing every minimal node.
                 assert pruned.scope == "optimum" and pruned.pruned > 0, m
-                assert pruned.nodes_checked < listing.nodes_checked, (pruned.nodes_checked, listing.nodes_checked)
+                assert pruned.nodes_checked < listing.nodes_checked, (pruned, listing.nodes_checked)
     precision = counts["precision"][metrics.CHOOSE_CHUNK]
     assert precision["candidates"] == len(cands)
     assert precision["scored"] < len(cands) / 10, precision
