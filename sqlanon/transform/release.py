@@ -99,7 +99,14 @@ def release_context(
         )
     checks = requirement_checks(policy, alias)
     any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
+    n_alias = f"{internal}n"
     return {
+        # Without sensitive attributes to check and without masking, a class needs only its size:
+        # a window count partitioned by the class (hashed, no sort of every row) replaces the
+        # DENSE_RANK class id, its GROUP BY and the join back (issue 17: 1e6 rows, 4x faster).
+        "count_only": not attrs and not mask,
+        "n_alias": ident(n_alias),
+        "count_check": Sql(_count_check(any_check, n_alias).sql(CANONICAL)),
         "source": policy.source,
         "pt": perturb,
         "mp": partition,
@@ -110,6 +117,18 @@ def release_context(
         "attrs": attrs,
         "any_check": Sql(any_check.sql(CANONICAL)),
     }
+
+
+def _count_check(check: exp.Expression, n_alias: str) -> exp.Expression:
+    """The requirement checks on a class's size ``c.n`` rewritten onto the window count
+    ``r.<n_alias>`` of the count-only release."""
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.name == "n" and node.table == "c":
+            return exp.column(n_alias, "r", quoted=True)
+        return node
+
+    return check.copy().transform(swap)
 
 
 HASH_KEY_ENV = "SQLANON_HASH_KEY"
