@@ -5,6 +5,7 @@ docstring for monotonicity and how non-monotone policies stay exact.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -265,6 +266,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     status: dict[Node, bool | None] = {}  # None: skipped by the bound (``prune``)
     logc = {key: math.log(c) for key, c in plan.card.items() if c > 1}
 
+    @functools.cache
     def classes(x: Node) -> float:  # log of the product of the levels' distinct value counts
         return sum(logc.get((j, lvl), 0.0) for j, lvl in enumerate(x))
 
