@@ -345,3 +345,12 @@ def test_assess_checks_every_hierarchy_first(patients: TestDB, tmp_path: Path) -
     _fails(
         patients, write_policy(tmp_path, pol), "columns.Postcode.hierarchy", "not covered", command="assess"
     )
+
+
+@pytest.mark.parametrize("scope", ["everything", 3, None, ["optimum"]])
+def test_unknown_search_scope(duck_patients: TestDB, tmp_path: Path, scope: object) -> None:
+    """``search.scope`` is ``optimum`` or ``minimal``; anything else is one line, nothing written."""
+    pol = _pol()
+    pol["search"] = {"scope": scope}
+    path = write_policy(tmp_path, pol)
+    _fails(duck_patients, path, "search.scope", "optimum, minimal")
