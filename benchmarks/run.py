@@ -233,6 +233,7 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
                     "rep_budget": args.rep_budget,
                     "suppressions": args.supp_list,
                     "heap": args.heap,
+                    "mondrian": args.mondrian,
                 }
                 label = engine
                 if engine == "duckdb":
@@ -356,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="after the timed runs, measure the Python heap peak with tracemalloc (untimed)",
+    )
+    p.add_argument(
+        "--mondrian", action=argparse.BooleanOptionalAction, default=True, help="time Mondrian (k = 5)"
     )
     p.add_argument("--out", default=str(RESULTS), help="directory for the JSON results")
     p.add_argument("--workdir", default=None, help="where the DuckDB files go (default: a temp dir)")
