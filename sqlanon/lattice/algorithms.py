@@ -82,7 +82,8 @@ class SearchResult:
     #: Nodes Flash ruled out by the metric's bound without a check (``search.scope: optimum``).
     pruned: int = 0
     #: What ``minimal`` lists: ``minimal`` every minimal node; ``optimum`` (Flash with pruning)
-    #: the minimal nodes whose metric bound does not exceed the optimum's rank.
+    #: the minimal nodes whose metric bound does not exceed the best rank Flash checked (every
+    #: minimal node that could be optimal).
     scope: str = "minimal"
 
 
