@@ -364,6 +364,8 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         raise SqlanonError(f"internal: flash left {total - len(status)} of {total} nodes untagged")
     if prune is None or best is None:
         return _finish("flash", plan, ev, status, universe, progress, total)
+    if progress:  # the last starts may have been skipped after the last round's report
+        progress(ev.checked, total - ev.checked, 0)
     sat = {n for n, ok in status.items() if ok}
     final = best
     keep = [n for n in minimal(sat, universe) if not prune.hopeless(n, final)]
