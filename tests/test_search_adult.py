@@ -35,7 +35,8 @@ pytestmark = pytest.mark.slow
 # re-check) runs where it proves the most: k with and without suppression, and distinct l with
 # suppression (not monotone: the relaxed walk plus the full policy's pass).
 K_CASES = [(5, 0.0, "incognito"), (5, 0.0, "flash"), (5, 0.05, "incognito"), (5, 0.05, "flash")]
-K_CASES += [(10, 0.05, "flash"), (2, 0.0, "flash")]
+# (k = 2 without suppression, 90 s in CI, was dropped for time: k = 5 covers Flash at 0 %.)
+K_CASES += [(10, 0.05, "flash")]
 LT_CASES = [("l3", 0.05, "incognito"), ("l3", 0.05, "flash"), ("t02", 0.0, "flash"), ("t02", 0.05, "flash")]
 #: PostgreSQL's cases: (algorithm, k, suppression, l/t).
 PG_CASES = [
