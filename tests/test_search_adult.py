@@ -9,7 +9,8 @@ none of its direct predecessors does.
 Exhaustive search over all nodes costs ~30 s on DuckDB and 2-3 min on PostgreSQL per policy, and
 a search on PostgreSQL is several times slower than on DuckDB (the CI budget is 45 minutes on two
 cores). So DuckDB runs the cases below, and PostgreSQL those that prove the most (Incognito at
-k = 5, Flash with suppression, with l and with t), each against the DuckDB exhaustive set (the same
+k = 5, Flash with suppression and with t; l under suppression on PostgreSQL is in
+test_properties.py), each against the DuckDB exhaustive set (the same
 rows, so the same expected set; PostgreSQL's own exhaustive search, 2-3 minutes, agreed with it on
 k = 5 when this was last measured). The SQL is the same templates on both engines.
 """
@@ -42,7 +43,8 @@ LT_CASES = [("l3", 0.05, "incognito"), ("l3", 0.05, "flash"), ("t02", 0.0, "flas
 PG_CASES = [
     ("incognito", 5, 0.0, None),
     ("flash", 5, 0.05, None),
-    ("flash", None, 0.05, "l3"),
+    # (Flash with distinct l = 3 and 5 %, 140 s in CI, was dropped for time: the same non-monotone
+    # path runs on DuckDB above and on PostgreSQL in tests/test_properties.py.)
     ("flash", None, 0.0, "t02"),
 ]
 EXHAUSTIVE: dict[tuple, frozenset] = {}
