@@ -2,7 +2,8 @@
 
 The PostgreSQL cluster is started once per test session with ``initdb`` + ``pg_ctl`` in a temporary
 directory (as the ``postgres`` user when running as root: initdb refuses root), listening on a Unix
-socket only. Where ``CI=true`` an engine that cannot start fails the run; elsewhere the PostgreSQL
+socket only (under pytest-xdist each worker is a test session: its own cluster, own socket
+directory and port). Where ``CI=true`` an engine that cannot start fails the run; elsewhere the PostgreSQL
 tests are skipped with a message saying why.
 """
 
