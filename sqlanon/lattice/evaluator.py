@@ -132,6 +132,8 @@ class Evaluator:
         """One query for the nodes of every part, each part rolling up from its own source."""
         plan = self.plan
         attrs = self._attrs()
+        if not attrs and self._batch_sets(parts):
+            return
         nodes = [n for _, ns in parts for n in ns]
         all_weights = [plan.node_weights(n) for n in nodes]
         n_chunks = max(1, max(len(ws) for ws in all_weights))
@@ -193,6 +195,66 @@ class Evaluator:
         if len(seen) != len(nodes):
             raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(nodes)} nodes")
         self.checked += len(nodes)
+
+    def _node_columns(self, node: Node) -> tuple[Sql, ...]:
+        """The code columns that define the node's classes (a constant column defines nothing)."""
+        plan = self.plan
+        return tuple(
+            plan.code_alias[(j, lvl)]
+            for j, lvl in enumerate(node)
+            if lvl is not None and plan.card.get((j, lvl), 1) > 1
+        )
+
+    def _batch_sets(self, parts: list[tuple[Source, list[Node]]]) -> bool:
+        """Class sizes only: one GROUPING SETS aggregation per part (templates/search/
+        evaluate_sets.sql.j2). Nodes with the same code columns have the same classes and share a
+        set. False (nothing run) where a part's columns would not fit a BIGINT bit mask."""
+        ctx_parts = []
+        owners: list[dict[int, list[Node]]] = []
+        for source, part_nodes in parts:
+            sets: dict[tuple[Sql, ...], list[Node]] = {}
+            for n in part_nodes:
+                sets.setdefault(self._node_columns(n), []).append(n)
+            used = list(dict.fromkeys(c for cols in sets for c in cols))
+            if len(used) > MASK_BITS:
+                return False
+            bit = {c: 1 << i for i, c in enumerate(used)}
+            # GROUPING(c) is 1 where c is not grouped in the row's set: the mask of a set is the
+            # sum of the bits of the used columns it leaves out.
+            masks = {sum(b for c, b in bit.items() if c not in cols): ns for cols, ns in sets.items()}
+            owners.append(masks)
+            mask = " + ".join(f"GROUPING({c}) * {b}" for c, b in bit.items()) if used else "0"
+            ctx_parts.append(
+                {"source": source.rel, "sets": list(sets), "grouped": bool(used), "mask": Sql(mask)}
+            )
+        checks = self._checks()
+        any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
+        rows = self.plan.be.query(
+            "search/evaluate_sets", parts=ctx_parts, any_check=Sql(any_check.sql(CANONICAL))
+        )
+        self.queries += 1
+        seen: set[Node] = set()
+        for part, mask, n_rows, n_classes, bad, bad_classes, dm_kept, k_kept in rows:
+            result = NodeResult(
+                int(n_rows),
+                int(n_classes),
+                int(bad or 0),
+                int(bad_classes or 0),
+                int(dm_kept or 0),
+                None if k_kept is None else int(k_kept),
+            )
+            for node in owners[int(part)][int(mask)]:
+                self.cache[node] = result
+                seen.add(node)
+        expected = {n for _, ns in parts for n in ns}
+        if seen != expected:
+            raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(expected)} nodes")
+        self.checked += len(expected)
+        return True
+
+
+#: The most code columns one part may group by (GROUPING() bits summed into a BIGINT mask).
+MASK_BITS = 62
 
 
 def relaxed_k(policy: Policy) -> int:
