@@ -81,6 +81,11 @@ class Evaluator:
         n = exp.column("n", table=exp.to_identifier("c"))
         return [("size", exp.LT(this=n, expression=exp.Literal.number(k)))]
 
+    def _any_check(self) -> Sql:
+        """The predicate on a class ``c`` that violates any requirement (FALSE without one)."""
+        checks = self._checks()
+        return Sql((exp.or_(*[c for _, c in checks]) if checks else exp.false()).sql(CANONICAL))
+
     def _attrs(self) -> list[dict[str, Any]]:
         if self.relaxed:
             return []
@@ -168,8 +173,6 @@ class Evaluator:
                     "key_exprs": keys,
                 }
             )
-        checks = self._checks()
-        any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
         rows = plan.be.query(
             "search/evaluate",
             parts=ctx_parts,
@@ -177,21 +180,14 @@ class Evaluator:
             key_aliases=[ident(f"k_{i}") for i in range(n_chunks)],
             sid_aliases=[a["sid"] for a in attrs],
             attrs=attrs,
-            any_check=Sql(any_check.sql(CANONICAL)),
+            any_check=self._any_check(),
         )
         self.queries += 1
         seen = set()
-        for gid, n_rows, n_classes, bad, bad_classes, dm_kept, k_kept in rows:
+        for gid, *counts in rows:
             node = nodes[int(gid)]
             seen.add(node)
-            self.cache[node] = NodeResult(
-                int(n_rows),
-                int(n_classes),
-                int(bad or 0),
-                int(bad_classes or 0),
-                int(dm_kept or 0),
-                None if k_kept is None else int(k_kept),
-            )
+            self.cache[node] = _node_result(counts)
         if len(seen) != len(nodes):
             raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(nodes)} nodes")
         self.checked += len(nodes)
@@ -227,22 +223,11 @@ class Evaluator:
             ctx_parts.append(
                 {"source": source.rel, "sets": list(sets), "grouped": bool(used), "mask": Sql(mask)}
             )
-        checks = self._checks()
-        any_check = exp.or_(*[c for _, c in checks]) if checks else exp.false()
-        rows = self.plan.be.query(
-            "search/evaluate_sets", parts=ctx_parts, any_check=Sql(any_check.sql(CANONICAL))
-        )
+        rows = self.plan.be.query("search/evaluate_sets", parts=ctx_parts, any_check=self._any_check())
         self.queries += 1
         seen: set[Node] = set()
-        for part, mask, n_rows, n_classes, bad, bad_classes, dm_kept, k_kept in rows:
-            result = NodeResult(
-                int(n_rows),
-                int(n_classes),
-                int(bad or 0),
-                int(bad_classes or 0),
-                int(dm_kept or 0),
-                None if k_kept is None else int(k_kept),
-            )
+        for part, mask, *counts in rows:
+            result = _node_result(counts)
             for node in owners[int(part)][int(mask)]:
                 self.cache[node] = result
                 seen.add(node)
@@ -251,6 +236,20 @@ class Evaluator:
             raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(expected)} nodes")
         self.checked += len(expected)
         return True
+
+
+def _node_result(counts: list[Any]) -> NodeResult:
+    """A node's row of an evaluation statement: records, classes, violating records and classes,
+    sum n^2 over kept classes, the smallest kept class (NULL when none is kept)."""
+    n_rows, n_classes, bad, bad_classes, dm_kept, k_kept = counts
+    return NodeResult(
+        int(n_rows),
+        int(n_classes),
+        int(bad or 0),
+        int(bad_classes or 0),
+        int(dm_kept or 0),
+        None if k_kept is None else int(k_kept),
+    )
 
 
 #: The most code columns one part may group by (GROUPING() bits summed into a BIGINT mask).
