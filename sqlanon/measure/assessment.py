@@ -62,10 +62,14 @@ def build_frequency_tables(
     sort_keys: list[Sql] | None = None,
     *,
     with_classes: bool = True,
+    class_check: Sql | None = None,
+    n_alias: Sql | None = None,
 ) -> FrequencyTables:
     """Scan ``source`` once into the base frequency table, then derive the class table from it.
     Without ``with_classes`` (the search) the table has no cid and no class table is made: the sort
-    that numbers the classes is skipped."""
+    that numbers the classes is skipped. With ``class_check`` (a predicate on ``g.<n_alias>``, the
+    class's size) the classes for which it holds are left out: the frequency table of a
+    count-only release, built from its source (:func:`sqlanon.measure.release.release_check`)."""
     q_aliases = [ident(f"q_{i}") for i in range(len(qi_exprs))]
     s_aliases = [ident(f"s_{i}") for i in range(len(s_exprs))]
     sid_aliases = [ident(f"sid_{i}") for i in range(len(s_exprs))]
@@ -81,6 +85,8 @@ def build_frequency_tables(
         sort_keys=sort_keys or s_aliases,
         with_cid=with_classes,
         group_exprs=[e for e in qi_exprs + s_exprs if not _constant(e)],
+        class_check=class_check,
+        n_alias=n_alias,
     )
     if not with_classes:
         return FrequencyTables(freq, freq, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
@@ -267,6 +273,7 @@ def assess(
     reference: FrequencyTables | None = None,
     population_exprs: list[Sql] | None = None,
     validate: Callable[[FrequencyTables], None] | None = None,
+    class_check: tuple[Sql, Sql] | None = None,
 ) -> dict[str, Any]:
     """Measure ``relation`` (default: the policy's source) and return the documented JSON object.
 
@@ -277,6 +284,7 @@ def assess(
     table-wide distribution p(w) of t-closeness is then the source's, as in the search.
     ``population_exprs``: the QI expressions over the population's columns (a published release's
     node applied to the population), default the ``qi_exprs`` themselves.
+    ``class_check``: (predicate, size alias), see :func:`build_frequency_tables`.
     """
     rel = relation or policy.source
     check_columns(be, policy, rel)
@@ -284,7 +292,18 @@ def assess(
     s_names = [c.name for c in policy.sensitive]
     qi_exprs = qi_exprs or [ident(n) for n in qi_names]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
-    ft = build_frequency_tables(be, rel, qi_exprs, qi_names, [ident(n) for n in s_names], s_names, sort_keys)
+    check, n_alias = class_check or (None, None)
+    ft = build_frequency_tables(
+        be,
+        rel,
+        qi_exprs,
+        qi_names,
+        [ident(n) for n in s_names],
+        s_names,
+        sort_keys,
+        class_check=check,
+        n_alias=n_alias,
+    )
     if validate is not None:
         validate(ft)
     return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)

@@ -75,8 +75,9 @@ def choose(plan: Plan, result: SearchResult, metric: str) -> tuple[Node, dict[st
     marketer, journalist), the best-ranked satisfying node whose release also meets it.
 
     The lattice search decides per class; table-wide risks are properties of a whole release, so
-    each candidate, best first, is materialised (a temporary table) and measured like a published
-    release until one passes. Exact: every satisfying node is a candidate, and the first to pass
+    each candidate, best first, is measured like a published release until one passes: a
+    count-only release from the source in one pass (:func:`one_pass`), any other materialised as a
+    temporary table first. Exact: every satisfying node is a candidate, and the first to pass
     in rank order is the optimum among those that meet every requirement.
     """
     node, info = choose_among(plan, result, metric)
@@ -86,8 +87,8 @@ def choose(plan: Plan, result: SearchResult, metric: str) -> tuple[Node, dict[st
     src_cols = [c.name for c in plan.be.require_columns(plan.policy.source, "source")]
     while True:
         ctx = release_context(plan.policy, plan.hierarchies, node, src_cols)
-        rel = plan.be.create_temp("release", "publish/_release", **ctx)
-        _result, bad, missing = check_node_release(plan, rel, node)
+        rel = None if one_pass(ctx) else plan.be.create_temp("release", "publish/_release", **ctx)
+        _result, bad, missing = check_node_release(plan, rel, node, ctx)
         if not bad and missing <= plan.allowed:
             info["risk_checked"] = len(tried) + 1
             return node, info
@@ -167,15 +168,38 @@ def global_bounds(policy: Policy) -> bool:
     return any(kind != "prosecutor" for kind in policy.privacy.risk)
 
 
+def node_exprs(plan: Plan, node: Node) -> list[Sql]:
+    """The node's generalisation of each QI column, in the policy's order (the release's QI
+    expressions, :func:`sqlanon.transform.release.release_context`)."""
+    return [h.sql(int(lvl or 0), ident(h.column)) for h, lvl in zip(plan.hierarchies, node, strict=True)]
+
+
 def population_exprs(plan: Plan, node: Node) -> list[Sql] | None:
     """The node's generalisation of the population's QI columns (None without a population)."""
     if plan.policy.population is None:
         return None
-    return [h.sql(int(lvl or 0), ident(h.column)) for h, lvl in zip(plan.hierarchies, node, strict=True)]
+    return node_exprs(plan, node)
 
 
-def check_node_release(plan: Plan, rel: Relation, node: Node) -> tuple[dict[str, Any], list[str], int]:
-    """:func:`~sqlanon.measure.release.release_check` of ``node``'s release ``rel``."""
+def check_node_release(
+    plan: Plan, rel: Relation | None, node: Node, ctx: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], list[str], int]:
+    """:func:`~sqlanon.measure.release.release_check` of ``node``'s release ``rel``.
+
+    With the release's context ``ctx`` (:func:`~sqlanon.transform.release.release_context`) a
+    count-only release of the source's own rows is measured from the source in one pass instead
+    (:func:`one_pass`); ``rel`` may then be None (nothing to read)."""
+    if ctx is not None and one_pass(ctx):
+        return release_check(
+            plan.be,
+            plan.policy,
+            plan.policy.source,
+            reference=plan.base,
+            n_rows=plan.n_rows,
+            population_exprs=population_exprs(plan, node),
+            from_source=(node_exprs(plan, node), ctx["class_check"], ctx["n_alias"]),
+        )
+    assert rel is not None
     return release_check(
         plan.be,
         plan.policy,
@@ -184,3 +208,11 @@ def check_node_release(plan: Plan, rel: Relation, node: Node) -> tuple[dict[str,
         n_rows=plan.n_rows,
         population_exprs=population_exprs(plan, node),
     )
+
+
+def one_pass(ctx: dict[str, Any]) -> bool:
+    """Whether a release (its :func:`~sqlanon.transform.release.release_context`) can be measured
+    from its source in one GROUP BY: its classes need only their size (no l or t, records
+    removed rather than masked), and it reads the source's own rows (no perturbation, no
+    Mondrian partition)."""
+    return bool(ctx["count_only"]) and not ctx["pt"] and not ctx["mp"]

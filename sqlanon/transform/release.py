@@ -106,7 +106,10 @@ def release_context(
         # DENSE_RANK class id, its GROUP BY and the join back (issue 17: 1e6 rows, 4x faster).
         "count_only": not attrs and not mask,
         "n_alias": ident(n_alias),
-        "count_check": Sql(_count_check(any_check, n_alias).sql(CANONICAL)),
+        "count_check": Sql(_count_check(any_check, n_alias, "r").sql(CANONICAL)),
+        # The same check over the size column of a frequency table (freq/base's class_check):
+        # the release measured from its source in one pass (sqlanon/measure/release.py).
+        "class_check": Sql(_count_check(any_check, n_alias, "g").sql(CANONICAL)),
         "source": policy.source,
         "pt": perturb,
         "mp": partition,
@@ -119,13 +122,14 @@ def release_context(
     }
 
 
-def _count_check(check: exp.Expression, n_alias: str) -> exp.Expression:
-    """The requirement checks on a class's size ``c.n`` rewritten onto the window count
-    ``r.<n_alias>`` of the count-only release."""
+def _count_check(check: exp.Expression, n_alias: str, table: str) -> exp.Expression:
+    """The requirement checks on a class's size ``c.n`` rewritten onto the column
+    ``<table>.<n_alias>``: the window count of the count-only release (``r``), or the class
+    size of a frequency table (``g``)."""
 
     def swap(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and node.name == "n" and node.table == "c":
-            return exp.column(n_alias, "r", quoted=True)
+            return exp.column(n_alias, table, quoted=True)
         return node
 
     return check.copy().transform(swap)
