@@ -35,12 +35,15 @@ TYPES = ["INTEGER", "TEXT", "INTEGER", "TEXT", "TEXT", "INTEGER"]
 
 
 def _rows(n: int, seed: int) -> list[list[Any]]:
-    """Skewed ages and postcodes, so that each node has classes of every size (some suppressed)."""
+    """Skewed ages and postcodes, so that each node has classes of every size (some suppressed),
+    and a few NULLs."""
     rnd = random.Random(seed)
     out = []
     for i in range(n):
         age = min(99, int(rnd.expovariate(1 / 30)))
         zip_ = f"47{rnd.choice('6677789')}{rnd.randint(0, 3)}{rnd.randint(0, 9)}"
+        if i % 23 == 0:  # NULL is a value of its own: a class (or part of one) in both measurements
+            age, zip_ = (None, zip_) if i % 2 else (age, None)
         out.append([i, f"p{i}", age, zip_, rnd.choice(["flu", "cancer", "asthma"]), rnd.randint(0, 9)])
     return out
 
