@@ -21,6 +21,7 @@ from sqlanon.lattice.plan import (
     FLASH_LANES,
     FLASH_LANES_FAST,
     KEEP_MAX,
+    KEEP_MIN_ROWS,
     KEEP_PER_ROUND,
     KEEP_RATIO,
     Node,
@@ -387,13 +388,17 @@ def _keep_rollups(
 ) -> None:
     """Keep the frequency tables of failing nodes that are much smaller than the table they rolled
     up from: the untagged nodes above them will roll up from these instead (ARX keeps snapshots of
-    checked nodes for the same reason)."""
+    checked nodes for the same reason). Not over a small table (:data:`KEEP_MIN_ROWS`), where the
+    statement that creates a rollup costs more than it saves."""
     kept = 0
     for _, classes, node in sorted(failed):
         if kept >= KEEP_PER_ROUND or len(ev.sources) >= KEEP_MAX:
             break
-        if classes * KEEP_RATIO <= ev.source_for(node).rows and any(
-            y not in status for y in successors(node, heights)
+        rows = ev.source_for(node).rows
+        if (
+            rows >= KEEP_MIN_ROWS
+            and classes * KEEP_RATIO <= rows
+            and any(y not in status for y in successors(node, heights))
         ):
             ev.keep(node, classes)
             kept += 1
