@@ -16,6 +16,7 @@ import sqlglot
 
 import sqlanon.engines.base as engine_mod
 import sqlanon.transform.release as release_mod
+from sqlanon.errors import SqlanonError
 from sqlanon.sql import compile as compile_mod
 from sqlanon.sql.compile import template_names
 from tests.conftest import PATIENT_TYPES, TEST_HASH_KEY, patients_rows
@@ -193,6 +194,14 @@ privacy:
                 be,
                 dataclasses.replace(free, columns=masked, target=Relation("patients_free", "main")),
             )
+            # A listed hierarchy that leaves ages uncovered: the flagged column's sample is read.
+            short = {a: ["young"] for a in range(0, 30)}
+            gaps = tuple(
+                dataclasses.replace(c, hierarchy={"map": short}) if c.name == "Age" else c
+                for c in pol.columns
+            )
+            with pytest.raises(SqlanonError, match="not covered"):
+                prepare(be, dataclasses.replace(pol, columns=gaps))
     finally:
         mp.undo()
     return seen

