@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +29,23 @@ def cli_json(*args: str) -> dict[str, Any]:
     code, out, err = cli(*args, "--json")
     assert code in (0, 1), f"exit {code}: {err}"
     return json.loads(out)
+
+
+def same(a: Any, b: Any, path: str = "") -> None:
+    """Equal JSON, floats to 1e-9 relative (parallel sums differ in the last bits; two plans may
+    sum doubles in different orders); a ``dialect`` key is not compared."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{path}: keys {sorted(a.keys() ^ b.keys())}"
+        for k in a:
+            if k != "dialect":
+                same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), f"{path}: {len(a)} != {len(b)} items"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            same(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (
+            f"{path}: {a} != {b}"
+        )
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"

@@ -20,7 +20,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-import yaml
 
 from sqlanon.engines import session
 from sqlanon.lattice import prepare
@@ -28,7 +27,7 @@ from sqlanon.metrics.optimum import check_node_release, one_pass
 from sqlanon.policy import parse_policy
 from sqlanon.transform.release import release_context
 from tests.conftest import TestDB
-from tests.helpers import cli_json
+from tests.helpers import cli_json, same, write_policy
 
 COLUMNS = ["id", "name", "age", "zip", "disease", "visits"]
 TYPES = ["INTEGER", "TEXT", "INTEGER", "TEXT", "TEXT", "INTEGER"]
@@ -82,22 +81,6 @@ def people(db: TestDB) -> TestDB:
     return db
 
 
-def _close(a: Any, b: Any, where: str = "") -> None:
-    """Equal, floats to 1e-9 relative (the two measurements sum doubles in different orders)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        assert a.keys() == b.keys(), where
-        for key in a:
-            _close(a[key], b[key], f"{where}.{key}")
-    elif isinstance(a, list) and isinstance(b, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _close(x, y, f"{where}[{i}]")
-    elif isinstance(a, float) or isinstance(b, float):
-        assert a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), where
-    else:
-        assert a == b, where
-
-
 @pytest.mark.parametrize("name", sorted(POLICIES))
 def test_one_pass_equals_reading_the_release(people: TestDB, name: str) -> None:
     policy = parse_policy({"source": "main.people", **POLICIES[name]})
@@ -114,7 +97,7 @@ def test_one_pass_equals_reading_the_release(people: TestDB, name: str) -> None:
             read, bad_read, missing_read = check_node_release(plan, rel, node)
             fast, bad_fast, missing_fast = check_node_release(plan, None, node, ctx)
             read.pop("source"), fast.pop("source")
-            _close(fast, read, f"{name}{node}")
+            same(fast, read, f"{name}{node}")
             assert (bad_fast, missing_fast) == (bad_read, missing_read), node
             measured += 1
         # The table has classes of every size: some nodes suppress records, some fail.
@@ -123,9 +106,7 @@ def test_one_pass_equals_reading_the_release(people: TestDB, name: str) -> None:
 
 def test_published_view_measured_as_its_rows_say(people: TestDB, tmp_path: Any) -> None:
     pol = {"source": "main.people", "target": "main.people_anon", **POLICIES["k_suppression"]}
-    path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump(pol))
-    r = cli_json("anonymise", str(path), "--db", people.url)
+    r = cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", people.url)
     rows = people.sql('SELECT "age", "zip" FROM "main"."people_anon"')
     sizes = Counter(tuple(str(v) for v in row) for row in rows)
     published = r["published"]

@@ -51,6 +51,7 @@ PG_CASES = [
     ("flash", None, 0.0, "t02"),
 ]
 EXHAUSTIVE: dict[tuple, frozenset] = {}
+EXHAUSTIVE_RESULTS: dict[tuple, object] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -61,9 +62,6 @@ def _rollups_kept() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(algorithms, "KEEP_MIN_ROWS", 0)
         yield
-
-
-EXHAUSTIVE_RESULTS: dict[tuple, object] = {}
 
 
 def _policy(k: int | None, supp: float, extra: str | None = None) -> dict:

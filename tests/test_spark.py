@@ -12,7 +12,6 @@ scaffolding. The last test checks that every template ran on Spark in this modul
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from sqlanon.relation import Relation
 from sqlanon.sql.compile import template_names
 from sqlanon.transform.examples import sample_labels
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, PATIENT_TYPES, ROOT, TestDB, _make_db, patients_rows
-from tests.helpers import cli, cli_json, write_policy
+from tests.helpers import cli, cli_json, same, write_policy
 from tests.test_assess_adult import adult_frame, adult_rows
 
 pytestmark = pytest.mark.spark
@@ -86,25 +85,6 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     for gen in gens:
         for _ in gen:
             pass
-
-
-def same(a: Any, b: Any, path: str = "") -> None:
-    """Equal JSON, floats to 1e-9 relative (parallel sums differ in the last bits)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        assert a.keys() == b.keys(), f"{path}: keys {sorted(a.keys() ^ b.keys())}"
-        for k in a:
-            if k != "dialect":
-                same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list) and isinstance(b, list):
-        assert len(a) == len(b), f"{path}: {len(a)} != {len(b)} items"
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            same(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) or isinstance(b, float):
-        assert a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), (
-            f"{path}: {a} != {b}"
-        )
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
 
 
 def rows_of(db: TestDB, table: str) -> list[tuple]:
@@ -289,8 +269,7 @@ def test_profile_scaffold_and_labels(pair: dict, tmp_path: Path) -> None:
     # A listed hierarchy that leaves ages uncovered: the same one-line refusal on both engines.
     gaps = yaml.safe_load(pol.read_text(encoding="utf-8"))
     gaps["columns"]["Age"] = {"role": "quasi", "hierarchy": {"map": {a: ["young"] for a in range(30)}}}
-    bad = tmp_path / "gaps.yaml"
-    bad.write_text(yaml.safe_dump(gaps), encoding="utf-8")
+    bad = write_policy(tmp_path, gaps, "gaps.yaml")
     s, d = (cli("anonymise", str(bad), "--dry-run", "--db", db.url) for db in (spark, duck))
     assert s[0] == d[0] == 2 and "not covered" in s[2] and s[2] == d[2]
 

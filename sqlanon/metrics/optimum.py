@@ -189,16 +189,9 @@ def check_node_release(
     With the release's context ``ctx`` (:func:`~sqlanon.transform.release.release_context`) a
     count-only release of the source's own rows is measured from the source in one pass instead
     (:func:`one_pass`); ``rel`` may then be None (nothing to read)."""
+    from_source = None
     if ctx is not None and one_pass(ctx):
-        return release_check(
-            plan.be,
-            plan.policy,
-            plan.policy.source,
-            reference=plan.base,
-            n_rows=plan.n_rows,
-            population_exprs=population_exprs(plan, node),
-            from_source=(node_exprs(plan, node), ctx["class_check"], ctx["n_alias"]),
-        )
+        rel, from_source = plan.policy.source, (node_exprs(plan, node), ctx["class_check"], ctx["n_alias"])
     assert rel is not None
     return release_check(
         plan.be,
@@ -207,6 +200,7 @@ def check_node_release(
         reference=plan.base,
         n_rows=plan.n_rows,
         population_exprs=population_exprs(plan, node),
+        from_source=from_source,
     )
 
 
