@@ -231,6 +231,7 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
                     "rows": n,
                     "reps": args.reps,
                     "rep_budget": args.rep_budget,
+                    "warmup": args.warmup,
                     "suppressions": args.supp_list,
                     "heap": args.heap,
                     "mondrian": args.mondrian,
@@ -324,6 +325,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--rows", default="1e5,1e6", help="table sizes, comma-separated (default: 1e5,1e6)")
     p.add_argument("--reps", type=int, default=3, help="repetitions per measurement, median (default 3)")
+    p.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help="time sqlanon's first run of each measurement too (by default one untimed run comes first, "
+        "as ArxBench's warm-up does for ARX)",
+    )
     p.add_argument(
         "--rep-budget",
         type=float,

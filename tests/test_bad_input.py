@@ -125,6 +125,29 @@ def test_hierarchy_that_does_not_cover_a_value(patients, tmp_path):  # noqa: ANN
     _fails(patients, tmp_path, pol, "columns.Age.hierarchy", "not covered", "6 distinct", command="anonymise")
 
 
+@pytest.mark.parametrize("command", ["assess", "anonymise"])
+def test_only_the_uncovering_hierarchy_is_named(patients, tmp_path, command):  # noqa: ANN001
+    """Two listed hierarchies, the first covering every value and the second not: the refusal
+    names the second, with the same sample and count whether it is read from the base table
+    (assess) or from the coded table's dictionaries (the search's preparation)."""
+    pol = _pol()
+    codes = ["47605", "47607", "47673", "47678", "47905", "47906", "47909"]
+    pol["columns"]["Postcode"]["hierarchy"] = {"map": {c: [c[:3]] for c in codes}}
+    pol["columns"]["Age"]["hierarchy"] = {"map": {a: ["old"] for a in (30, 32, 36, 43, 47, 52)}}
+    _fails(
+        patients,
+        tmp_path,
+        pol,
+        "error: columns.Age.hierarchy: 3 value(s) present in 'Age' are not covered",
+        "(3 distinct in all), e.g. 22, 27, 29",
+        command=command,
+    )
+    # Both covered: nothing refused (the search runs to a release).
+    pol["columns"]["Age"]["hierarchy"]["map"].update({22: ["young"], 27: ["young"], 29: ["young"]})
+    code, out, err = cli("anonymise", str(write_policy(tmp_path, pol)), "--db", patients.url, "--dry-run")
+    assert code == 0, err
+
+
 def test_target_equal_to_source_is_refused(patients, tmp_path):  # noqa: ANN001
     pol = _pol()
     pol["target"] = "main.patients"

@@ -89,6 +89,8 @@ privacy:
             key = f"{name}:{ctx['_template'].removesuffix('.sql.j2')}"
             if key.endswith("freq/base") and ctx.get("class_check"):  # a view measured from its source
                 key += ":one_pass"
+            if key.endswith("search/coded") and any(q.get("pred") for q in ctx["qis"]):  # coverage bits
+                key += ":flagged"
         seen.setdefault(key, {"name": name, "kind": kind, "ctx": ctx})
         return real(name, dialect, kind=kind, **ctx)
 
@@ -115,7 +117,11 @@ privacy:
             cols = tuple(
                 dataclasses.replace(c, hierarchy=spec) if c.name == "Age" else c for c in pol.columns
             )
-            prepare(be, dataclasses.replace(pol, columns=cols))
+            mapped = prepare(be, dataclasses.replace(pol, columns=cols))
+            # The coverage check of `sqlanon assess` (the search tests it on its coded table).
+            from sqlanon.lattice import check_coverage
+
+            check_coverage(be, mapped.hierarchies, mapped.base)
         # The metrics templates: every metric of one node (with a label, so CM is rendered too).
         # A session of its own, so that the first session's snapshots are recorded unchanged.
         from sqlanon.metrics import compute

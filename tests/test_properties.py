@@ -130,3 +130,66 @@ def test_incognito_and_flash_equal_exhaustive_and_datafly_satisfies(db, rows, k,
         if expected_sat:
             (node,) = run_search(plan, "datafly").minimal
             assert _ok(d, node, k, l, supp)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    heights=st.lists(st.integers(0, 3), min_size=1, max_size=4),
+    picks=st.lists(st.integers(0, 10**6), max_size=12),
+    close=st.booleans(),
+)
+def test_minimal_matches_its_definition(heights, picks, close):  # noqa: ANN001
+    """``minimal`` (pure Python, shared by every search and by the exhaustive oracle) against its
+    definition read pairwise: a satisfying node with no satisfying node strictly below it. Random
+    sets, closed upwards (a monotone search's result, the fast path) or not (the general walk),
+    small enough that both sides sit on either side of half the lattice."""
+    from sqlanon.lattice import all_nodes, minimal
+
+    universe = all_nodes(heights)
+    sat = {universe[p % len(universe)] for p in picks}
+    if close:
+        sat = {n for n in universe if any(all(a >= b for a, b in zip(n, s, strict=True)) for s in sat)}
+
+    def strictly_below(a, b):  # noqa: ANN001, ANN202
+        return a != b and all(x <= y for x, y in zip(a, b, strict=True))
+
+    expected = sorted(
+        (n for n in sat if not any(strictly_below(m, n) for m in sat)), key=lambda n: (sum(n), n)
+    )
+    assert minimal(sat, universe) == expected
+    assert minimal(sat, set(universe)) == expected
+
+
+@SETTINGS
+@given(
+    mapping=st.dictionaries(st.integers(-3, 12), st.sampled_from(["x", "y", "z"]), min_size=1),
+    values=st.lists(st.one_of(st.none(), st.integers(-5, 15)), min_size=1, max_size=20),
+)
+def test_map_as_ranges_equals_the_simple_case(db, mapping, values):  # noqa: ANN001
+    """A map over whole numbers on an integer column is compiled as ranges of consecutive values
+    with one label (``_range_case``); on the engine it must label every value exactly as the
+    simple ``CASE v WHEN ...`` does (which a DOUBLE column keeps): listed values, values between
+    or beyond the listed ones, and NULL (all '*' unless listed)."""
+    from pathlib import Path
+
+    from sqlalchemy import text
+    from sqlglot import exp
+
+    from sqlanon.sql.compile import generate, parse_one_statement
+    from sqlanon.transform.build import build_hierarchy
+
+    spec = {"map": {v: [label] for v, label in mapping.items()}}
+    ranged = build_hierarchy("v", spec, numeric=True, base_dir=Path("."), type_name="INTEGER")
+    plain = build_hierarchy("v", spec, numeric=True, base_dir=Path("."), type_name="DOUBLE")
+    assert ranged.integral and not plain.integral
+    name = f"r{next(COUNTER)}"
+    db.load(name, ["v"], [[v] for v in values], ["INTEGER"])
+    col = exp.column("v", quoted=True)
+    canonical = f"SELECT v, {ranged.sql(1, col)} AS r, {plain.sql(1, col)} AS p FROM {db.rel(name)}"
+    with session(db.url) as be:
+        sql = generate(parse_one_statement(canonical, "select"), be.dialect)
+        rows = be._conn.execute(text(sql)).fetchall()
+    expected = {v: mapping.get(v, "*") if v is not None else "*" for v in values}
+    assert sorted((r[0] is None, r[0] or 0, r[1], r[2]) for r in rows) == sorted(
+        (v is None, v or 0, expected[v], expected[v]) for v in values
+    )

@@ -272,6 +272,9 @@ def test_profile_scaffold_and_labels(pair: dict, tmp_path: Path) -> None:
     bad = write_policy(tmp_path, gaps, "gaps.yaml")
     s, d = (cli("anonymise", str(bad), "--dry-run", "--db", db.url) for db in (spark, duck))
     assert s[0] == d[0] == 2 and "not covered" in s[2] and s[2] == d[2]
+    # assess checks coverage on its base table (the search on its coded table): the same line.
+    a = [cli("assess", str(bad), "--db", db.url) for db in (spark, duck)]
+    assert a[0][0] == a[1][0] == 2 and a[0][2] == a[1][2] == s[2]
 
 
 def test_demo_on_spark(pair: dict) -> None:

@@ -34,6 +34,13 @@ NUMERIC_TYPE = re.compile(
     r"INT\d|FLOAT\d?|REAL|DOUBLE|DOUBLE PRECISION|DECIMAL|NUMERIC)\b",
     re.IGNORECASE,
 )
+#: Integer types only: a value of such a column is a whole number, so a map over whole numbers may
+#: be compiled as ranges (:class:`sqlanon.transform.hierarchy.MappingHierarchy`).
+INTEGRAL_TYPE = re.compile(
+    r"^(TINYINT|SMALLINT|INTEGER|INT|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|"
+    r"INT[248]|SERIAL|BIGSERIAL|SMALLSERIAL)\s*$",
+    re.IGNORECASE,
+)
 TEMPORAL_TYPE = re.compile(
     r"^(DATE|TIMESTAMP|TIMESTAMP WITH(OUT)? TIME ZONE|TIMESTAMPTZ|DATETIME)", re.IGNORECASE
 )
@@ -47,6 +54,10 @@ class Column:
     @property
     def numeric(self) -> bool:
         return bool(NUMERIC_TYPE.match(self.type.strip()))
+
+    @property
+    def integral(self) -> bool:
+        return bool(INTEGRAL_TYPE.match(self.type.strip()))
 
     @property
     def temporal(self) -> bool:

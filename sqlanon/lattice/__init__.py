@@ -28,18 +28,11 @@ prosecutor bound implies), then evaluates the full policy on every node the rela
 
 from sqlanon.lattice.algorithms import (
     SearchResult,
-    all_nodes,
     datafly,
     exhaustive,
     flash,
-    height,
     incognito,
-    minimal,
-    node_map,
-    parse_levels,
-    predecessors,
     run_search,
-    successors,
 )
 from sqlanon.lattice.evaluator import Evaluator, Source, relaxed_k
 from sqlanon.lattice.plan import (
@@ -51,6 +44,15 @@ from sqlanon.lattice.plan import (
     build_hierarchies,
     check_coverage,
     prepare,
+)
+from sqlanon.lattice.shape import (
+    all_nodes,
+    height,
+    minimal,
+    node_map,
+    parse_levels,
+    predecessors,
+    successors,
 )
 
 __all__ = [

@@ -1,15 +1,14 @@
 """The searches over the lattice: Flash (the default), Incognito, Datafly and exhaustive (MinGen).
-The lattice's shape (predecessors, successors, minimal nodes) comes first; see the package
-docstring for monotonicity and how non-monotone policies stay exact.
+The lattice's shape (predecessors, successors, minimal nodes) is in :mod:`sqlanon.lattice.shape`;
+see the package docstring for monotonicity and how non-monotone policies stay exact.
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from sqlanon.errors import SqlanonError
@@ -30,41 +29,15 @@ from sqlanon.lattice.plan import (
     Progress,
     Pruning,
 )
-
-# --------------------------------------------------------------------------------------------------
-# Lattice helpers
-# --------------------------------------------------------------------------------------------------
-
-
-def predecessors(node: Node) -> list[Node]:
-    return [
-        node[:j] + (lvl - 1,) + node[j + 1 :] for j, lvl in enumerate(node) if lvl is not None and lvl > 0
-    ]
-
-
-def successors(node: Node, heights: Sequence[int]) -> list[Node]:
-    return [
-        node[:j] + (lvl + 1,) + node[j + 1 :]
-        for j, lvl in enumerate(node)
-        if lvl is not None and lvl < heights[j]
-    ]
-
-
-def height(node: Node) -> int:
-    return sum(lvl for lvl in node if lvl is not None)
-
-
-def all_nodes(heights: Sequence[int]) -> list[Node]:
-    return sorted(itertools.product(*(range(h + 1) for h in heights)), key=lambda n: (height(n), n))
-
-
-def minimal(satisfying: set[Node], universe: Iterable[Node]) -> list[Node]:
-    """Satisfying nodes with no satisfying node strictly below them (exact for any predicate)."""
-    below: dict[Node, bool] = {}
-    for node in sorted(universe, key=lambda n: (height(n), n)):
-        below[node] = any(p in satisfying or below.get(p, False) for p in predecessors(node))
-    return sorted((n for n in satisfying if not below[n]), key=lambda n: (height(n), n))
-
+from sqlanon.lattice.shape import (
+    all_nodes,
+    height,
+    minimal,
+    predecessors,
+    project,
+    subset_of,
+    successors,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Searches
@@ -134,7 +107,7 @@ def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:
             ranges = [range(plan.heights[j] + 1) if j in subset else [None] for j in range(d)]
             for node in itertools.product(*ranges):
                 if size > 1 and not all(
-                    _project(node, sub) in sat_prev.get(sub, set())
+                    project(node, sub) in sat_prev.get(sub, set())
                     for sub in itertools.combinations(subset, size - 1)
                 ):
                     pruned += 1
@@ -159,7 +132,7 @@ def incognito(plan: Plan, progress: Progress | None = None) -> SearchResult:
                 progress(ev.checked, pruned, space - ev.checked - pruned)
         for n, ok in status.items():
             if ok:
-                sat_now.setdefault(_subset_of(n), set()).add(n)
+                sat_now.setdefault(subset_of(n), set()).add(n)
         sat_prev = sat_now
         if size == d:
             final_status = status
@@ -263,20 +236,25 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         prune = None  # the walk's predicate is the relaxation: its satisfying nodes may not be
     best: float | None = None  # the best rank among checked satisfying nodes (with ``prune``)
     heights = plan.heights
-    universe = all_nodes(heights)
-    total = len(universe)
     status: dict[Node, bool | None] = {}  # None: skipped by the bound (``prune``)
-    logc = {key: math.log(c) for key, c in plan.card.items() if c > 1}
-
-    @functools.cache
-    def classes(x: Node) -> float:  # log of the product of the levels' distinct value counts
-        return sum(logc.get((j, lvl), 0.0) for j, lvl in enumerate(x))
+    # Every node with its height and the log of its potential classes (the product of its levels'
+    # distinct value counts), built one quasi-identifier at a time rather than summed per node.
+    logc = [
+        [math.log(plan.card.get((j, lvl), 1) or 1) for lvl in range(h + 1)] for j, h in enumerate(heights)
+    ]
+    keyed: list[tuple[int, float, Node]] = [(0, 0.0, ())]
+    for j, h in enumerate(heights):
+        keyed = [(hh + lvl, c + logc[j][lvl], n + (lvl,)) for hh, c, n in keyed for lvl in range(h + 1)]
+    classes = {n: c for _, c, n in keyed}
+    keyed.sort()
+    universe = sorted((n for _, _, n in keyed), key=lambda n: (sum(n), n))
+    total = len(universe)
 
     def start_key(x: Node) -> tuple[int, float, Node]:
-        return (height(x), classes(x), x)
+        return (sum(x), classes[x], x)
 
     def step_key(x: Node) -> tuple[float, Node]:
-        return (-classes(x), x)
+        return (-classes[x], x)
 
     def tag(node: Node, ok: bool) -> None:
         # Tagged sets stay closed (upwards for True, downwards for False), so propagation stops at
@@ -327,7 +305,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
                             heapq.heappush(queue, (start_key(y), y))
                     lo = mid + 1
 
-    starts = iter(sorted(universe, key=start_key))
+    starts = iter([n for _, _, n in keyed])
     lanes: list[tuple[Iterator[Node], Node]] = []
 
     def advance(search: Iterator[Node]) -> None:
@@ -404,14 +382,6 @@ def _keep_rollups(
             kept += 1
 
 
-def _project(node: Node, subset: tuple[int, ...]) -> Node:
-    return tuple(lvl if j in subset else None for j, lvl in enumerate(node))
-
-
-def _subset_of(node: Node) -> tuple[int, ...]:
-    return tuple(j for j, lvl in enumerate(node) if lvl is not None)
-
-
 def datafly(plan: Plan, progress: Progress | None = None) -> SearchResult:
     """Datafly (seed 002 section 4.1, Alg. 2; Sweeney 2002): from the bottom node, generalise once
     more the quasi-identifier with the most distinct values at its current level, until the policy
@@ -485,25 +455,3 @@ def run_search(
     if fn is flash:
         return flash(plan, progress, prune)
     return fn(plan, progress)
-
-
-def node_map(plan: Plan, node: Node) -> dict[str, int]:
-    return {name: int(lvl) for name, lvl in zip(plan.qi_names, node, strict=True) if lvl is not None}
-
-
-def parse_levels(text: str, plan_names: Sequence[str], heights: Sequence[int]) -> Node:
-    """``QI=L,QI=L`` -> a full node (unlisted quasi-identifiers stay at level 0)."""
-    levels = dict.fromkeys(plan_names, 0)
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, val = part.rpartition("=")
-        if not sep or name not in levels:
-            raise SqlanonError(f"--levels: {part!r} does not name a quasi-identifier (QI=LEVEL)")
-        try:
-            lvl = int(val)
-        except ValueError:
-            raise SqlanonError(f"--levels: level {val!r} for {name!r} is not a whole number") from None
-        h = heights[list(plan_names).index(name)]
-        if not 0 <= lvl <= h:
-            raise SqlanonError(f"--levels: {name!r} has levels 0..{h}, got {lvl}")
-        levels[name] = lvl
-    return tuple(levels[n] for n in plan_names)

@@ -4,6 +4,7 @@ The lattice, its algorithms and monotonicity are described in the package docstr
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident
 from sqlanon.transform.build import build_hierarchy
 from sqlanon.transform.hierarchy import Hierarchy
+
+#: The most hierarchies whose coverage bits one BIGINT column of the coded table carries; beyond
+#: that the coverage check scans the base table (:func:`check_coverage`).
+COVERAGE_BITS = 62
 
 Node = tuple[int | None, ...]
 Progress = Callable[[int, int, int], None]
@@ -97,8 +102,9 @@ class Plan:
     card: dict[tuple[int, int], int]
     base_rows: int = 0  # rows of the coded table (classes x sensitive values of the bottom node)
 
-    @property
+    @functools.cached_property
     def heights(self) -> list[int]:
+        # Read per node by the searches and the metric bounds; the hierarchies never change.
         return [h.height for h in self.hierarchies]
 
     @property
@@ -189,17 +195,38 @@ def prepare(be: Backend, policy: Policy) -> Plan:
     n_rows = int(be.query("search/total", base=base.freq)[0][0] or 0)
     if n_rows == 0:
         raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
-    check_coverage(be, hierarchies, base)
+    preds = _coverage_predicates(hierarchies, base)
+    flag_in_coded = len(preds) <= COVERAGE_BITS
+    if not flag_in_coded:
+        check_coverage(be, hierarchies, base)
     code_alias: dict[tuple[int, int], Sql] = {}
     qis = []
+    bits: dict[int, int] = {}
     for j, h in enumerate(hierarchies):
         levels = []
         for lvl in range(h.height):  # the top level is the constant '*': no code needed
             code_alias[(j, lvl)] = ident(f"c_{j}_{lvl}")
             levels.append({"alias": code_alias[(j, lvl)], "expr": h.sql(lvl, base.q_aliases[j])})
-        if levels:
-            qis.append({"alias": base.q_aliases[j], "dict": ident(f"d_{j}"), "levels": levels})
+        pred = preds.get(j) if flag_in_coded else None
+        if pred is not None:
+            bits[j] = 1 << len(bits)
+        if levels or pred is not None:
+            qis.append(
+                {
+                    "alias": base.q_aliases[j],
+                    "dict": ident(f"d_{j}"),
+                    "levels": levels,
+                    "pred": pred,
+                    "bit": bits.get(j, 0),
+                }
+            )
     coded = be.create_temp("coded", "search/coded", base=base.freq, qis=qis, sid_aliases=base.sid_aliases)
+    if bits:
+        # The coverage check on the coded table's dictionaries (see templates/search/coded.sql.j2).
+        found = 0
+        for (u,) in be.query("search/uncovered_flags", coded=coded):
+            found |= int(u or 0)
+        _refuse_uncovered(be, base, [(j, hierarchies[j], preds[j]) for j, b in bits.items() if found & b])
     keys = list(code_alias)
     card_row = be.query("search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys])[0]
     card = {k: int(v) for k, v in zip(keys, card_row, strict=True)}
@@ -222,19 +249,32 @@ def prepare(be: Backend, policy: Policy) -> Plan:
 def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: FrequencyTables) -> None:
     """Refuse to search when a hierarchy does not cover a value present in the data: one scan of
     the base frequency table flags every hierarchy at once, and only a flagged one's sample is
-    read (at 1e7 rows, 0.28 s in nine scans before)."""
-    preds = []
-    for h, alias in zip(hierarchies, base.q_aliases, strict=True):
-        pred = h.coverage_predicate(exp.column(alias.strip('"'), quoted=True))
-        if pred is not None:
-            preds.append((h, alias, Sql(pred.sql(CANONICAL))))
+    read (at 1e7 rows, 0.28 s in nine scans before). The lattice search's :func:`prepare` tests
+    the same predicates on the coded table's dictionaries instead (no scan of its own)."""
+    preds = _coverage_predicates(hierarchies, base)
     if not preds:
         return
-    flags = be.query("search/uncovered_any", base=base.freq, preds=[p for _, _, p in preds])[0]
-    for (h, alias, pred), flag in zip(preds, flags, strict=True):
-        if not flag:
-            continue
-        rows = be.query("search/uncovered", base=base.freq, col=alias, pred=pred)
+    flags = be.query("search/uncovered_any", base=base.freq, preds=list(preds.values()))[0]
+    flagged = [(j, hierarchies[j], p) for (j, p), flag in zip(preds.items(), flags, strict=True) if flag]
+    _refuse_uncovered(be, base, flagged)
+
+
+def _coverage_predicates(hierarchies: Sequence[Hierarchy], base: FrequencyTables) -> dict[int, Sql]:
+    """Each hierarchy's coverage predicate on its base-table column (true for a value it does not
+    cover), by quasi-identifier position; none for a hierarchy that covers everything."""
+    out = {}
+    for j, (h, alias) in enumerate(zip(hierarchies, base.q_aliases, strict=True)):
+        pred = h.coverage_predicate(exp.column(alias.strip('"'), quoted=True))
+        if pred is not None:
+            out[j] = Sql(pred.sql(CANONICAL))
+    return out
+
+
+def _refuse_uncovered(be: Backend, base: FrequencyTables, flagged: list[tuple[int, Hierarchy, Sql]]) -> None:
+    """The one-line refusal for the first flagged hierarchy (j: its position), naming a sample of
+    its uncovered values (the most frequent first) and their number."""
+    for j, h, pred in flagged:
+        rows = be.query("search/uncovered", base=base.freq, col=base.q_aliases[j], pred=pred)
         if rows:
             total = int(rows[0][2])
             sample = ", ".join("NULL" if r[0] is None else repr(r[0]) for r in rows[:5])

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sqlanon.engines.base import INTEGRAL_TYPE
 from sqlanon.errors import PolicyError
 from sqlanon.transform.hierarchy import (
     DATE_UNITS,
@@ -39,6 +40,7 @@ def _mapping_from_rows(
     numeric: bool,
     source: str,
     null_row: list[Any] | None = None,
+    integral: bool = False,
 ) -> MappingHierarchy:
     """``null_row`` is the labels of NULL (``null:`` beside a map). In a file a row whose value is
     ``NULL`` covers NULL as in ARX, which reads that text as a missing value; in a text column it
@@ -99,7 +101,13 @@ def _mapping_from_rows(
                     f"{up[a]!r} and {b!r} at level {lvl + 1}"
                 )
     return MappingHierarchy(
-        column=column, levels=width, numeric=numeric, table=table, source=source, null_labels=nulls
+        column=column,
+        levels=width,
+        numeric=numeric,
+        table=table,
+        source=source,
+        null_labels=nulls,
+        integral=numeric and integral,
     )
 
 
@@ -147,11 +155,19 @@ def build_hierarchy(
         if k not in allowed:
             raise PolicyError(f"policy key '{key}.{k}': unknown for a {form} hierarchy")
     null_row = _null_labels(spec, key)
+    # A column of an integer type (known only with a database at hand) holds whole numbers only.
+    integral = bool(type_name and INTEGRAL_TYPE.match(type_name.strip()))
     if form == "file":
         path = (base_dir / str(spec["file"])).resolve()
         rows = read_arx(path, f"{key}.file")
         return _mapping_from_rows(
-            column, rows, f"{key}.file", numeric, source=f"file {path.name}", null_row=null_row
+            column,
+            rows,
+            f"{key}.file",
+            numeric,
+            source=f"file {path.name}",
+            null_row=null_row,
+            integral=integral,
         )
     if form == "map":
         m = spec["map"]
@@ -163,7 +179,9 @@ def build_hierarchy(
             if not labels or str(labels[-1]) != STAR:
                 labels = [*labels, STAR]
             rows.append([v, *labels])
-        return _mapping_from_rows(column, rows, f"{key}.map", numeric, source="map", null_row=null_row)
+        return _mapping_from_rows(
+            column, rows, f"{key}.map", numeric, source="map", null_row=null_row, integral=integral
+        )
     if form == "mask":
         if spec["mask"] != "right":
             raise PolicyError(f"policy key '{key}.mask': only 'right' is supported, got {spec['mask']!r}")
