@@ -27,7 +27,6 @@ prosecutor bound implies), then evaluates the full policy on every node the rela
 """
 
 from sqlanon.lattice.algorithms import (
-    SearchResult,
     datafly,
     exhaustive,
     flash,
@@ -45,6 +44,7 @@ from sqlanon.lattice.plan import (
     check_coverage,
     prepare,
 )
+from sqlanon.lattice.result import SearchResult
 from sqlanon.lattice.shape import (
     all_nodes,
     height,

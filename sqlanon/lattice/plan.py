@@ -49,6 +49,11 @@ class Pruning(Protocol):
         can neither be nor tie the optimum, whatever it needs suppressed."""
         ...
 
+    def bound(self, node: Node) -> float | None:
+        """The node's query-free lower bound on its rank (None: no bound), monotone along
+        generalisation."""
+        ...
+
 
 #: Nodes per evaluation query.
 BATCH = 128

@@ -36,10 +36,13 @@ class BoundPruning:
         self.plan, self.metric = plan, metric
         self.bounds: dict[Node, float | None] = {}
 
-    def hopeless(self, node: Node, best: float) -> bool:
+    def bound(self, node: Node) -> float | None:
         if node not in self.bounds:
             self.bounds[node] = rank_lower_bound(self.plan, node, self.metric)
-        b = self.bounds[node]
+        return self.bounds[node]
+
+    def hopeless(self, node: Node, best: float) -> bool:
+        b = self.bound(node)
         return b is not None and b > best + BOUND_EPS * max(1.0, abs(best))
 
     def rank(self, node: Node, res: NodeResult) -> float | None:

@@ -1,0 +1,103 @@
+"""What a search returns, and how a walk's tags become it: for a non-monotone policy the full
+policy's pass over the nodes the monotone relaxation let through (:func:`finish`), or its branch
+and bound by the metric's bound when Flash prunes (:func:`finish_pruned`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sqlanon.lattice.evaluator import Evaluator
+from sqlanon.lattice.plan import BATCH, Node, NodeResult, Plan, Progress, Pruning
+from sqlanon.lattice.shape import height, minimal
+
+
+@dataclass
+class SearchResult:
+    algorithm: str
+    satisfying: set[Node]
+    minimal: list[Node]
+    nodes_total: int
+    nodes_checked: int
+    queries: int
+    results: dict[Node, NodeResult]
+    #: Nodes Flash ruled out by the metric's bound without a check (``search.scope: optimum``).
+    pruned: int = 0
+    #: What ``minimal`` lists: ``minimal`` every minimal node; ``optimum`` (Flash with pruning)
+    #: the minimal nodes whose metric bound does not exceed the best rank Flash checked (every
+    #: minimal node that could be optimal).
+    scope: str = "minimal"
+
+
+def finish(
+    name: str,
+    plan: Plan,
+    ev: Evaluator,
+    status: dict[Node, bool],
+    universe: list[Node],
+    progress: Progress | None = None,
+    space: int | None = None,
+) -> SearchResult:
+    """The result of a walk over ``status``: for a non-monotone policy the walk used the monotone
+    relaxation, so the full policy is evaluated on every node the relaxation let through.
+
+    The pass over the full policy re-evaluates nodes the walk already decided, so its last progress
+    report counts distinct nodes evaluated by either pass (never more than ``space``, the nodes the
+    walk covers) and leaves none remaining. ``SearchResult.nodes_checked`` stays the number of
+    evaluations (the README's ``nodes_checked``), which may exceed the lattice."""
+    sat = {n for n, ok in status.items() if ok}
+    checked, queries = ev.checked, ev.queries
+    results: dict[Node, NodeResult] = dict(ev.cache)
+    if not plan.monotone:
+        full = Evaluator(plan)
+        res = full.evaluate(sorted(sat, key=lambda n: (height(n), n)))
+        sat = {n for n, r in res.items() if r.ok(plan.allowed)}
+        checked += full.checked
+        queries += full.queries
+        results = dict(full.cache)
+        if progress:
+            distinct = len(ev.cache.keys() | full.cache.keys())
+            progress(distinct, (space or len(universe)) - distinct, 0)
+    return SearchResult(name, sat, minimal(sat, universe), len(universe), checked, queries, results)
+
+
+def finish_pruned(
+    plan: Plan,
+    ev: Evaluator,
+    full: Evaluator,
+    prune: Pruning,
+    best: float | None,
+    status: dict[Node, bool | None],
+    universe: list[Node],
+    progress: Progress | None,
+) -> SearchResult:
+    """Flash's end for a non-monotone policy with pruning: branch and bound over the nodes the
+    relaxation lets through, in order of their bound. The full policy is evaluated on them until
+    the next bound exceeds the best rank of a truly satisfying node (every later one's is at least
+    as high). Exact: the optimum's bound is at most its rank, so it is never skipped, and every
+    node below an evaluated one has a bound no higher (the bounds are monotone), so the minimal
+    nodes among the satisfying ones found are minimal in the whole lattice."""
+    cands = sorted(
+        (n for n, ok in status.items() if ok),
+        key=lambda n: (-math.inf if (b := prune.bound(n)) is None else b, height(n), n),
+    )
+    i = 0
+    while i < len(cands) and (best is None or not prune.hopeless(cands[i], best)):
+        todo = []
+        while i < len(cands) and len(todo) < BATCH and (best is None or not prune.hopeless(cands[i], best)):
+            todo.append(cands[i])
+            i += 1
+        for node, res in full.evaluate(todo).items():
+            r = prune.rank(node, res) if res.ok(plan.allowed) else None
+            if r is not None and (best is None or r < best):
+                best = r
+    sat = {n for n, r in full.cache.items() if r.ok(plan.allowed)}
+    keep = [n for n in minimal(sat, universe) if best is None or not prune.hopeless(n, best)]
+    total, distinct = len(universe), len(ev.cache.keys() | full.cache.keys())
+    if progress:
+        progress(distinct, total - distinct, 0)
+    skipped = sum(1 for ok in status.values() if ok is None)
+    checked, queries = ev.checked + full.checked, ev.queries + full.queries
+    return SearchResult(
+        "flash", sat, keep, total, checked, queries, dict(full.cache), pruned=skipped, scope="optimum"
+    )
