@@ -27,7 +27,7 @@ from sqlanon.lattice.plan import (
     Progress,
     Pruning,
 )
-from sqlanon.lattice.result import SearchResult, finish, finish_pruned
+from sqlanon.lattice.result import SearchResult, finish, finish_pruned, optimum_result
 from sqlanon.lattice.shape import (
     all_nodes,
     height,
@@ -355,12 +355,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     if progress:  # the last starts may have been skipped after the last round's report
         progress(ev.checked, total - ev.checked, 0)
     sat = {n for n, ok in status.items() if ok}
-    final = best
-    keep = [n for n in minimal(sat, universe) if not prune.hopeless(n, final)]
-    skipped = sum(1 for ok in status.values() if ok is None)
-    return SearchResult(
-        "flash", sat, keep, total, ev.checked, ev.queries, dict(ev.cache), pruned=skipped, scope="optimum"
-    )
+    return optimum_result(sat, universe, prune, best, status, ev.checked, ev.queries, dict(ev.cache))
 
 
 #: Flash switches to ARX's FLASHStrategy order once the nodes its bound has not ruled out fall

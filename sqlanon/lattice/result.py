@@ -81,23 +81,46 @@ def finish_pruned(
         (n for n, ok in status.items() if ok),
         key=lambda n: (-math.inf if (b := prune.bound(n)) is None else b, height(n), n),
     )
-    i = 0
-    while i < len(cands) and (best is None or not prune.hopeless(cands[i], best)):
-        todo = []
-        while i < len(cands) and len(todo) < BATCH and (best is None or not prune.hopeless(cands[i], best)):
-            todo.append(cands[i])
-            i += 1
+    todo: list[Node] = []
+
+    def run() -> None:
+        nonlocal best
         for node, res in full.evaluate(todo).items():
             r = prune.rank(node, res) if res.ok(plan.allowed) else None
             if r is not None and (best is None or r < best):
                 best = r
+        todo.clear()
+
+    for node in cands:  # in order of bound: once one is hopeless, every later one is too
+        if best is not None and prune.hopeless(node, best):
+            break
+        todo.append(node)
+        if len(todo) == BATCH:
+            run()
+    if todo:
+        run()
     sat = {n for n, r in full.cache.items() if r.ok(plan.allowed)}
-    keep = [n for n in minimal(sat, universe) if best is None or not prune.hopeless(n, best)]
-    total, distinct = len(universe), len(ev.cache.keys() | full.cache.keys())
     if progress:
-        progress(distinct, total - distinct, 0)
-    skipped = sum(1 for ok in status.values() if ok is None)
+        distinct = len(ev.cache.keys() | full.cache.keys())
+        progress(distinct, len(universe) - distinct, 0)
     checked, queries = ev.checked + full.checked, ev.queries + full.queries
-    return SearchResult(
-        "flash", sat, keep, total, checked, queries, dict(full.cache), pruned=skipped, scope="optimum"
-    )
+    return optimum_result(sat, universe, prune, best, status, checked, queries, dict(full.cache))
+
+
+def optimum_result(
+    sat: set[Node],
+    universe: list[Node],
+    prune: Pruning,
+    best: float | None,
+    status: dict[Node, bool | None],
+    checked: int,
+    queries: int,
+    results: dict[Node, NodeResult],
+) -> SearchResult:
+    """Flash's result with pruning (``search.scope: optimum``): the satisfying nodes found, and
+    the minimal ones whose bound does not exceed ``best`` (every minimal node that could be
+    optimal); ``pruned`` counts the nodes the bound ruled out without a check."""
+    keep = [n for n in minimal(sat, universe) if best is None or not prune.hopeless(n, best)]
+    skipped = sum(1 for ok in status.values() if ok is None)
+    total = len(universe)
+    return SearchResult("flash", sat, keep, total, checked, queries, results, pruned=skipped, scope="optimum")
