@@ -92,6 +92,7 @@ class Evaluator:
         pol = self.plan.policy
         ordered = {r.attribute for r in pol.privacy.t if r.measure == "emd-ordered"}
         used = {r.attribute for r in pol.privacy.l} | {r.attribute for r in pol.privacy.t}
+        recursive = {r.attribute for r in pol.privacy.l if r.kind == "recursive"}
         out = []
         for i, s in enumerate(self.plan.base.s_names):
             if s in used:
@@ -101,6 +102,7 @@ class Evaluator:
                         "sid": self.plan.base.sid_aliases[i],
                         "l_rank": _l_rank(pol, s),
                         "ordered": s in ordered,
+                        "tail": s in recursive,
                     }
                 )
         return out
@@ -173,10 +175,17 @@ class Evaluator:
                     "key_exprs": keys,
                 }
             )
+        # A class's number is gid * radix + its key where every key fits one chunk and the product
+        # stays below 2^62 (templates/search/evaluate.sql.j2), else the template ranks the keys.
+        radix = 1 + max(
+            (sum((plan.card[key] - 1) * w for key, w in ws[0].items()) for ws in all_weights if ws), default=0
+        )
+        cid_radix = radix if n_chunks == 1 and radix * len(nodes) < CID_RADIX_MAX else None
         rows = plan.be.query(
             "search/evaluate",
             parts=ctx_parts,
             base=plan.base.freq,
+            cid_radix=cid_radix,
             key_aliases=[ident(f"k_{i}") for i in range(n_chunks)],
             sid_aliases=[a["sid"] for a in attrs],
             attrs=attrs,
@@ -254,6 +263,9 @@ def _node_result(counts: list[Any]) -> NodeResult:
 
 #: The most code columns one part may group by (GROUPING() bits summed into a BIGINT mask).
 MASK_BITS = 62
+#: A batch's classes are numbered gid * radix + key (no sort) while that product stays below this,
+#: else by rank (templates/search/evaluate.sql.j2).
+CID_RADIX_MAX = 2**62
 
 
 def relaxed_k(policy: Policy) -> int:
