@@ -13,7 +13,7 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice.plan import BATCH, PART, Node, NodeResult, Plan
+from sqlanon.lattice.plan import BATCH, PART, PART_WIDE, PART_WIDE_BELOW, Node, NodeResult, Plan
 from sqlanon.measure.assessment import _l_rank, requirement_checks
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
@@ -120,12 +120,14 @@ class Evaluator:
         for n in todo:
             groups.setdefault(id(self.source_for(n)), []).append(n)
         by_id = {id(s): s for s in self.sources}
+        sensitive = bool(self._attrs())
         parts: list[tuple[Source, list[Node]]] = []
         size = 0
         for sid, group in groups.items():
             group.sort(key=lambda n: tuple(-1 if n[j] is None else n[j] for j in order))
-            for i in range(0, len(group), PART):
-                chunk = group[i : i + PART]
+            step = PART_WIDE if sensitive and by_id[sid].rows < PART_WIDE_BELOW else PART
+            for i in range(0, len(group), step):
+                chunk = group[i : i + step]
                 if size + len(chunk) > BATCH and parts:
                     self._batch(parts)
                     parts, size = [], 0
