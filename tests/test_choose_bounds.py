@@ -242,14 +242,15 @@ def test_branch_and_bound_prunes(db):  # noqa: ANN001
 @pytest.mark.parametrize(
     "privacy",
     [
-        {"l": {"S": {"kind": "distinct", "l": 2}}, "suppression": 0.1},
-        {"k": 2, "l": {"S": {"kind": "distinct", "l": 2}}, "suppression": 0.05},
+        {"l": {"S": {"kind": "entropy", "l": 2}}, "suppression": 0.1},
+        {"k": 2, "l": {"S": {"kind": "recursive", "l": 2, "c": 2}}, "suppression": 0.05},
         {"t": {"S": {"measure": "emd-equal", "t": 0.25}}, "suppression": 0.1},
     ],
-    ids=["l2", "k2_l2", "t025"],
+    ids=["entropy_l2", "k2_recursive_l2", "t025"],
 )
 def test_pruning_without_monotonicity(db, privacy):  # noqa: ANN001
-    """l and t with suppression are not monotone: Flash walks the class-size relaxation, takes its
+    """Entropy and recursive l and t with suppression are not monotone (distinct l is:
+    ``Plan.monotone``): Flash walks the class-size relaxation, takes its
     ``best`` only from nodes that satisfy the full policy, and evaluates the full policy on what the
     relaxation let through in order of bound. Every bounded metric's optimum equals the exhaustive
     search's, and the minimal nodes listed are every exhaustive minimal node that could be optimal

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlanon.engines import session
-from sqlanon.lattice import Evaluator, evaluator, prepare, run_search
+from sqlanon.lattice import Evaluator, algorithms, evaluator, prepare, run_search
 from sqlanon.measure.assessment import assess
+from sqlanon.metrics.optimum import choose, search
 from sqlanon.policy import parse_policy
 from tests import reference as ref
 
@@ -129,6 +130,9 @@ def test_incognito_and_flash_equal_exhaustive_and_datafly_satisfies(db, rows, k,
     }
     with session(db.url) as be:
         plan = prepare(be, parse_policy(policy))
+        # Distinct l with suppression is monotone (a merged class violates only if both parts do);
+        # recursive l is not: the searches below check both claims against the definition.
+        assert plan.monotone == (supp == 0 or c is None)
         inc = run_search(plan, "incognito")
         exh = run_search(plan, "exhaustive")
         assert set(inc.minimal) == set(exh.minimal)
@@ -148,8 +152,22 @@ def test_incognito_and_flash_equal_exhaustive_and_datafly_satisfies(db, rows, k,
         by_radix = Evaluator(plan).evaluate(nodes)
         with mock.patch.object(evaluator, "CID_RADIX_MAX", 0):
             assert Evaluator(plan).evaluate(nodes) == by_radix
+        # Parts of PART nodes (what a large source gets) give what one wide part gives.
+        with mock.patch.object(evaluator, "PART_WIDE_BELOW", 0):
+            assert Evaluator(plan).evaluate(nodes) == by_radix
         expected_sat = {n for n in nodes if _ok(d, n, k, l, supp, c)}
         assert exh.satisfying == expected_sat
+        # Flash for the optimum (pruning by precision's bound), its walk reading the relaxation
+        # from full evaluations from the first round on (the fused walk, where recursive l with
+        # suppression is not monotone): the optimum exhaustive's candidates give.
+        if expected_sat:
+            with (
+                mock.patch.object(algorithms, "FUSE_AFTER", 0),
+                mock.patch.object(algorithms, "FUSE_SHARE", 0.0),
+            ):
+                fused = search(plan, "flash", "precision")
+            assert fused.satisfying <= expected_sat and set(fused.minimal) <= set(exh.minimal)
+            assert choose(plan, fused, "precision")[0] == choose(plan, exh, "precision")[0]
         if expected_sat:
             (node,) = run_search(plan, "datafly").minimal
             assert _ok(d, node, k, l, supp, c)

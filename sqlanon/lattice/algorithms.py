@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice.evaluator import Evaluator
+from sqlanon.lattice.evaluator import Evaluator, relaxed_k
 from sqlanon.lattice.plan import (
     BATCH,
     FLASH_LANE_EVERY,
@@ -207,7 +207,9 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     # A non-monotone policy walks its monotone relaxation; with ``prune`` the full policy is also
     # evaluated on the relaxation's satisfying nodes as they are found, so that ``best`` is the rank
     # of a node that truly satisfies.
-    full = Evaluator(plan) if prune is not None and not plan.monotone else None
+    full = Evaluator(plan, size_k=relaxed_k(plan.policy)) if prune is not None and not plan.monotone else None
+    fused = False  # the walk evaluates the full policy and reads the relaxation from it (below)
+    walked = passes = 0  # nodes the walk evaluated, and how many of them passed the relaxation
     best: float | None = None  # the best rank among checked satisfying nodes (with ``prune``)
     heights = plan.heights
     status: dict[Node, bool | None] = {}  # None: skipped by the bound (``prune``)
@@ -223,6 +225,10 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     keyed.sort()
     universe = sorted((n for _, _, n in keyed), key=lambda n: (sum(n), n))
     total = len(universe)
+    if not plan.monotone and relaxed_k(plan.policy) <= 1:
+        # The relaxation (classes of at least one record) holds at every node: each is let through
+        # without a query, and the full policy is evaluated on them at the end.
+        status.update(dict.fromkeys(universe, True))
 
     # ARX's FLASHStrategy order, taken once pruning rules out most of the lattice (below).
     arx_prec = [[lvl / h if h else 0.0 for lvl in range(h + 1)] for h in heights]
@@ -308,7 +314,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
                 return
 
     while True:
-        while len(lanes) < _lanes(ev.checked):
+        while len(lanes) < _lanes(walked):
             start = next((s for s in starts if s not in status and all(s != x for _, x in lanes)), None)
             if start is None:
                 break
@@ -317,16 +323,27 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
             break
         batch = list(dict.fromkeys(x for _, x in lanes))
         failed, passed = [], []
-        for node, res in ev.evaluate(batch).items():
+        walker = full if fused and full is not None else ev
+        for node, res in walker.evaluate(batch).items():
+            relaxed_ok = res.relaxed_ok(plan.allowed) if walker is full else res.ok(plan.allowed)
             if status.get(node) is None:
-                tag(node, res.ok(plan.allowed))
-            if not res.ok(plan.allowed):
+                tag(node, relaxed_ok)
+            if not relaxed_ok:
                 failed.append((height(node), res.classes, node))
             elif prune is not None:
                 passed.append((node, res))
+        walked += len(batch)
+        passes += len(passed)
         if full is not None and passed:
-            todo = [n for n, _ in passed if best is None or not prune.hopeless(n, best)]  # type: ignore[union-attr]
-            passed = [(n, r) for n, r in full.evaluate(todo).items() if r.ok(plan.allowed)] if todo else []
+            if walker is full:
+                passed = [(n, r) for n, r in passed if r.ok(plan.allowed)]
+            else:
+                todo = [n for n, _ in passed if best is None or not prune.hopeless(n, best)]  # type: ignore[union-attr]
+                evaluated = full.evaluate(todo).items() if todo else []
+                passed = [(n, r) for n, r in evaluated if r.ok(plan.allowed)]
+            # Where most nodes the walk checks pass the relaxation, nearly each is evaluated twice
+            # (class sizes, then the full policy): walk with the full policy instead (FUSE_*).
+            fused = fused or (walked >= FUSE_AFTER and passes >= FUSE_SHARE * walked)
         for node, res in passed:
             r = prune.rank(node, res)  # type: ignore[union-attr]
             if r is not None and (best is None or r < best):
@@ -343,9 +360,10 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         current, lanes = lanes, []
         for search, _ in current:
             advance(search)
-        _keep_rollups(ev, failed, status, heights)
+        if walked >= KEEP_SENSITIVE_AFTER or not walker.sensitive:
+            _keep_rollups(walker, failed, status, heights, hopeless)
         if progress:
-            progress(ev.checked, len(status) - ev.checked, total - len(status))
+            progress(walked, len(status) - walked, total - len(status))
     if len(status) != total:
         raise SqlanonError(f"internal: flash left {total - len(status)} of {total} nodes untagged")
     if full is not None:
@@ -357,6 +375,20 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     sat = {n for n, ok in status.items() if ok}
     return optimum_result(sat, universe, prune, best, status, ev.checked, ev.queries, dict(ev.cache))
 
+
+#: Flash keeps rollups that carry sensitive values (l or t checked in the walk: one row per class
+#: and value, not per class) only once the walk has checked this many nodes; a search that ends
+#: sooner does not repay them. 1e6-row benchmark table, distinct l = 3 with 5 % (24 checks):
+#: 1.46-1.49 s without them against 1.67-1.83 s with; k = 5 as well (31 checks): 1.90-1.96 s
+#: against 2.05-2.22 s; without suppression (98 checks) they pay: 1.58-1.66 s against 1.91-1.98 s.
+KEEP_SENSITIVE_AFTER = 48
+
+#: A non-monotone policy's Flash walk switches from the relaxation (class sizes) to the full policy,
+#: reading the relaxation's verdict from the full evaluation (NodeResult.bad_size), once at least
+#: FUSE_AFTER nodes are walked and at least FUSE_SHARE of them passed the relaxation: each such
+#: node would otherwise be evaluated twice. (measurements: see flash's docstring)
+FUSE_AFTER = 8
+FUSE_SHARE = 0.5
 
 #: Flash switches to ARX's FLASHStrategy order once the nodes its bound has not ruled out fall
 #: below this share of a sample of ARX_ORDER_SAMPLE nodes spread over the lattice.
@@ -372,7 +404,11 @@ def _lanes(checked: int) -> int:
 
 
 def _keep_rollups(
-    ev: Evaluator, failed: list[tuple[int, int, Node]], status: dict[Node, bool], heights: Sequence[int]
+    ev: Evaluator,
+    failed: list[tuple[int, int, Node]],
+    status: dict[Node, bool | None],
+    heights: Sequence[int],
+    hopeless: Callable[[Node], bool] = lambda _: False,
 ) -> None:
     """Keep the frequency tables of failing nodes that are much smaller than the table they rolled
     up from: the untagged nodes above them will roll up from these instead (ARX keeps snapshots of
@@ -386,7 +422,7 @@ def _keep_rollups(
         if (
             rows >= KEEP_MIN_ROWS
             and classes * KEEP_RATIO <= rows
-            and any(y not in status for y in successors(node, heights))
+            and any(y not in status and not hopeless(y) for y in successors(node, heights))
         ):
             ev.keep(node, classes)
             kept += 1

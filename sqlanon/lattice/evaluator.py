@@ -38,6 +38,9 @@ class Source:
 class Evaluator:
     plan: Plan
     relaxed: bool = False  # evaluate only the monotone class-size relaxation
+    #: With the full policy, also count the records in classes smaller than this (NodeResult.
+    #: bad_size): Flash's fused walk reads the relaxation's verdict from the full evaluation.
+    size_k: int | None = None
     checked: int = 0
     queries: int = 0
     cache: dict[Node, NodeResult] = field(default_factory=dict)
@@ -86,6 +89,11 @@ class Evaluator:
         checks = self._checks()
         return Sql((exp.or_(*[c for _, c in checks]) if checks else exp.false()).sql(CANONICAL))
 
+    @property
+    def sensitive(self) -> bool:
+        """Whether this evaluator's statements (and kept rollups) carry sensitive values."""
+        return bool(self._attrs())
+
     def _attrs(self) -> list[dict[str, Any]]:
         if self.relaxed:
             return []
@@ -93,6 +101,10 @@ class Evaluator:
         ordered = {r.attribute for r in pol.privacy.t if r.measure == "emd-ordered"}
         used = {r.attribute for r in pol.privacy.l} | {r.attribute for r in pol.privacy.t}
         recursive = {r.attribute for r in pol.privacy.l if r.kind == "recursive"}
+        # Attributes only distinct l asks of: the checks read their distinct values per class alone.
+        other = {r.attribute for r in pol.privacy.l if r.kind != "distinct"}
+        other |= {r.attribute for r in pol.privacy.t}
+        distinct_only = {r.attribute for r in pol.privacy.l if r.kind == "distinct"} - other
         out = []
         for i, s in enumerate(self.plan.base.s_names):
             if s in used:
@@ -103,6 +115,7 @@ class Evaluator:
                         "l_rank": _l_rank(pol, s),
                         "ordered": s in ordered,
                         "tail": s in recursive,
+                        "distinct_only": s in distinct_only,
                     }
                 )
         return out
@@ -120,7 +133,7 @@ class Evaluator:
         for n in todo:
             groups.setdefault(id(self.source_for(n)), []).append(n)
         by_id = {id(s): s for s in self.sources}
-        sensitive = bool(self._attrs())
+        sensitive = self.sensitive
         parts: list[tuple[Source, list[Node]]] = []
         size = 0
         for sid, group in groups.items():
@@ -192,6 +205,7 @@ class Evaluator:
             sid_aliases=[a["sid"] for a in attrs],
             attrs=attrs,
             any_check=self._any_check(),
+            size_k=self.size_k,
         )
         self.queries += 1
         seen = set()
@@ -251,8 +265,9 @@ class Evaluator:
 
 def _node_result(counts: list[Any]) -> NodeResult:
     """A node's row of an evaluation statement: records, classes, violating records and classes,
-    sum n^2 over kept classes, the smallest kept class (NULL when none is kept)."""
-    n_rows, n_classes, bad, bad_classes, dm_kept, k_kept = counts
+    sum n^2 over kept classes, the smallest kept class (NULL when none is kept), and with
+    ``size_k`` the records in classes smaller than it."""
+    n_rows, n_classes, bad, bad_classes, dm_kept, k_kept, *rest = counts
     return NodeResult(
         int(n_rows),
         int(n_classes),
@@ -260,6 +275,7 @@ def _node_result(counts: list[Any]) -> NodeResult:
         int(bad_classes or 0),
         int(dm_kept or 0),
         None if k_kept is None else int(k_kept),
+        int(rest[0] or 0) if rest else None,
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from sqlglot import exp
@@ -95,9 +95,20 @@ class NodeResult:
     bad_classes: int
     dm_kept: int
     k_kept: int | None
+    #: Records in classes smaller than the policy's relaxed k (:func:`~sqlanon.lattice.evaluator.
+    #: relaxed_k`): the monotone relaxation's verdict read from a full evaluation, where Flash walks
+    #: with the full policy (``Evaluator(size_k=...)``); None otherwise. Not part of equality: the
+    #: same node's result is the same whether or not it was asked for.
+    bad_size: int | None = field(default=None, compare=False)
 
     def ok(self, allowed: int) -> bool:
         return self.bad_records <= allowed
+
+    def relaxed_ok(self, allowed: int) -> bool:
+        """The relaxation (class sizes only) holds: requires ``bad_size``."""
+        if self.bad_size is None:
+            raise ValueError("internal: relaxed_ok on a result evaluated without size_k")
+        return self.bad_size <= allowed
 
 
 @dataclass
@@ -126,8 +137,20 @@ class Plan:
 
     @property
     def monotone(self) -> bool:
+        """Whether the policy's satisfaction is monotone along generalisation, so that every
+        search may tag the nodes above a satisfying node (and below a failing one) without a query.
+
+        Without suppression every requirement here is monotone (seed 002 section 3; Machanavajjhala
+        et al. 2006 for l-diversity). With suppression the test is "at most ``allowed`` records in
+        violating classes", monotone where a merged class can violate only if both its parts do:
+        then generalising never adds violating records. Class size (k, the prosecutor bound) and
+        distinct l-diversity qualify (a merged class has at least each part's size and each part's
+        distinct values); entropy and recursive l and t-closeness do not (a violating part can drag
+        a merged class below the threshold, so a node above a satisfying one may violate, and those
+        are searched on their monotone relaxation, :func:`~sqlanon.lattice.evaluator.relaxed_k`).
+        ARX marks distinct l-diversity monotonic with suppression too."""
         p = self.policy.privacy
-        return p.suppression == 0 or not (p.l or p.t)
+        return p.suppression == 0 or (not p.t and all(r.kind == "distinct" for r in p.l))
 
     def nodes_total(self) -> int:
         return math.prod(h + 1 for h in self.heights)

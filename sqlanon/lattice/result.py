@@ -61,6 +61,10 @@ def finish(
     return SearchResult(name, sat, minimal(sat, universe), len(universe), checked, queries, results)
 
 
+#: finish_pruned's last batches: each takes 1 / TAIL_SPLIT of the candidates left.
+TAIL_SPLIT = 3
+
+
 def finish_pruned(
     plan: Plan,
     ev: Evaluator,
@@ -91,11 +95,17 @@ def finish_pruned(
                 best = r
         todo.clear()
 
-    for node in cands:  # in order of bound: once one is hopeless, every later one is too
+    for i, node in enumerate(cands):  # in order of bound: once one is hopeless, every later one is too
         if best is not None and prune.hopeless(node, best):
+            # The rest are ruled out by the bound; those no query has looked at count as pruned.
+            for rest in cands[i:]:
+                if rest not in full.cache and rest not in ev.cache:
+                    status[rest] = None
             break
         todo.append(node)
-        if len(todo) == BATCH:
+        # Batches of BATCH, halving over the last 2 * BATCH candidates: the batch that finds the
+        # final ``best`` evaluates the candidates after it in the same query, hopeless or not.
+        if len(todo) >= min(BATCH, max(1, (len(cands) - i + len(todo)) // TAIL_SPLIT)):
             run()
     if todo:
         run()
