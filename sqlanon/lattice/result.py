@@ -81,8 +81,9 @@ def finish_pruned(
     as high). Exact: the optimum's bound is at most its rank, so it is never skipped, and every
     node below an evaluated one has a bound no higher (the bounds are monotone), so the minimal
     nodes among the satisfying ones found are minimal in the whole lattice."""
+    # Nodes the walk already evaluated in full are left out: their ranks are in ``best``.
     cands = sorted(
-        (n for n, ok in status.items() if ok),
+        (n for n, ok in status.items() if ok and n not in full.cache),
         key=lambda n: (-math.inf if (b := prune.bound(n)) is None else b, height(n), n),
     )
     todo: list[Node] = []
@@ -103,8 +104,9 @@ def finish_pruned(
                     status[rest] = None
             break
         todo.append(node)
-        # Batches of BATCH, halving over the last 2 * BATCH candidates: the batch that finds the
-        # final ``best`` evaluates the candidates after it in the same query, hopeless or not.
+        # Batches of BATCH, and over the last TAIL_SPLIT * BATCH candidates a 1 / TAIL_SPLIT of
+        # those left: the batch that finds the final ``best`` evaluates the candidates after it in
+        # the same query, hopeless or not.
         if len(todo) >= min(BATCH, max(1, (len(cands) - i + len(todo)) // TAIL_SPLIT)):
             run()
     if todo:
