@@ -91,6 +91,8 @@ privacy:
                 key += ":one_pass"
             if key.endswith("search/coded") and any(q.get("pred") for q in ctx["qis"]):  # coverage bits
                 key += ":flagged"
+        if name == "search/evaluate" and any(a.get("distinct_only") for a in ctx.get("attrs", [])):
+            key += ":distinct"  # distinct l alone: distinct values per class, no statistics
         seen.setdefault(key, {"name": name, "kind": kind, "ctx": ctx})
         return real(name, dialect, kind=kind, **ctx)
 
@@ -135,6 +137,14 @@ privacy:
             ev = Evaluator(plan)
             ev.keep(tuple(1 for _ in plan.heights))
             ev.evaluate([tuple(plan.heights)])
+            # Distinct l alone (the distinct values per class, no statistics), with the records in
+            # classes below the relaxed k that a fused Flash walk reads.
+            import yaml
+
+            dpol = yaml.safe_load(policy_path.read_text(encoding="utf-8"))
+            dpol["privacy"] = {"k": 2, "l": {"Disease": 2}, "suppression": 0.2}
+            dplan = prepare(be, parse_policy(dpol, base_dir=policy_path.parent))
+            Evaluator(dplan, size_k=2).evaluate([tuple(1 for _ in dplan.heights)])
             # `sqlanon init` and `sqlanon hierarchy`.
             from sqlanon.relation import Relation
             from sqlanon.scaffold import hierarchy_csv, init_policy
