@@ -169,6 +169,7 @@ def test_incognito_and_flash_equal_exhaustive_and_datafly_satisfies(db, rows, k,
             with (
                 mock.patch.object(algorithms, "FUSE_AFTER", 0),
                 mock.patch.object(algorithms, "FUSE_SHARE", 0.0),
+                mock.patch.object(algorithms, "NO_FUSE", frozenset()),
             ):
                 fused = search(plan, "flash", "precision")
             assert fused.satisfying <= expected_sat and set(fused.minimal) <= set(exh.minimal)
@@ -213,6 +214,7 @@ def test_fused_flash_finds_the_optimum_of_a_non_monotone_policy(db, rows, k, l, 
         with (
             mock.patch.object(algorithms, "FUSE_AFTER", 0),
             mock.patch.object(algorithms, "FUSE_SHARE", 0.0),
+            mock.patch.object(algorithms, "NO_FUSE", frozenset()),
         ):
             res = search(plan, "flash", "precision")
         assert res.satisfying <= set(sat)
