@@ -77,6 +77,20 @@ def test_assess_matches_reference(db, rows):  # noqa: ANN001
     )
 
 
+def _mapped_policy(name: str, privacy: dict) -> dict:
+    """The policy over table ``name``: a and b quasi-identifiers with the one-level maps that
+    :func:`_generalise` applies, s sensitive."""
+    return {
+        "source": f"main.{name}",
+        "columns": {
+            "a": {"role": "quasi", "hierarchy": {"map": {v: [A_LEVEL1[v]] for v in A_VALUES}}},
+            "b": {"role": "quasi", "hierarchy": {"map": {v: [B_LEVEL1[v]] for v in B_VALUES}}},
+            "s": {"role": "sensitive"},
+        },
+        "privacy": privacy,
+    }
+
+
 def _generalise(rows: list[dict], la: int, lb: int) -> list[dict]:
     def ga(v):  # noqa: ANN001, ANN202
         return v if la == 0 else (A_LEVEL1[v] if la == 1 else "*")
@@ -124,15 +138,7 @@ def test_incognito_and_flash_equal_exhaustive_and_datafly_satisfies(db, rows, k,
     if l > len({r["s"] for r in d}):
         return  # refused up front (tested in test_bad_input)
     l_spec = {"s": l if c is None else {"kind": "recursive", "l": l, "c": c}} if l > 1 else {}
-    policy = {
-        "source": f"main.{name}",
-        "columns": {
-            "a": {"role": "quasi", "hierarchy": {"map": {v: [A_LEVEL1[v]] for v in A_VALUES}}},
-            "b": {"role": "quasi", "hierarchy": {"map": {v: [B_LEVEL1[v]] for v in B_VALUES}}},
-            "s": {"role": "sensitive"},
-        },
-        "privacy": {"k": k, "suppression": supp, **({"l": l_spec} if l_spec else {})},
-    }
+    policy = _mapped_policy(name, {"k": k, "suppression": supp, **({"l": l_spec} if l_spec else {})})
     with session(db.url) as be:
         plan = prepare(be, parse_policy(policy))
         # Distinct l with suppression is monotone (a merged class violates only if both parts do);
@@ -197,15 +203,9 @@ def test_fused_flash_finds_the_optimum_of_a_non_monotone_policy(db, rows, k, l, 
     d = _dicts(rows)
     if l > len({r["s"] for r in d}):
         return  # refused up front (tested in test_bad_input)
-    policy = {
-        "source": f"main.{name}",
-        "columns": {
-            "a": {"role": "quasi", "hierarchy": {"map": {v: [A_LEVEL1[v]] for v in A_VALUES}}},
-            "b": {"role": "quasi", "hierarchy": {"map": {v: [B_LEVEL1[v]] for v in B_VALUES}}},
-            "s": {"role": "sensitive"},
-        },
-        "privacy": {"k": k, "suppression": supp, "l": {"s": {"kind": "recursive", "l": l, "c": c}}},
-    }
+    policy = _mapped_policy(
+        name, {"k": k, "suppression": supp, "l": {"s": {"kind": "recursive", "l": l, "c": c}}}
+    )
     nodes = list(itertools.product(range(3), range(3)))
     sat = {n: _bad(d, n, k, l, c) for n in nodes if _ok(d, n, k, l, supp, c)}
     with session(db.url) as be:

@@ -215,7 +215,8 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     # A non-monotone policy walks its monotone relaxation; with ``prune`` the full policy is also
     # evaluated on the relaxation's satisfying nodes as they are found, so that ``best`` is the rank
     # of a node that truly satisfies.
-    full = Evaluator(plan, size_k=relaxed_k(plan.policy)) if prune is not None and not plan.monotone else None
+    size_k = relaxed_k(plan.policy)
+    full = Evaluator(plan, size_k=size_k) if prune is not None and not plan.monotone else None
     fused = False  # the walk evaluates the full policy and reads the relaxation from it (below)
     walked = passes = 0  # nodes the walk evaluated, and how many of them passed the relaxation
     best: float | None = None  # the best rank among checked satisfying nodes (with ``prune``)
@@ -233,7 +234,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     keyed.sort()
     universe = sorted((n for _, _, n in keyed), key=lambda n: (sum(n), n))
     total = len(universe)
-    if not plan.monotone and relaxed_k(plan.policy) <= 1:
+    if not plan.monotone and size_k <= 1:
         # The relaxation (classes of at least one record) holds at every node: each is let through
         # without a query, and the full policy is evaluated on them at the end.
         status.update(dict.fromkeys(universe, True))

@@ -98,9 +98,10 @@ def finish_pruned(
 
     for i, node in enumerate(cands):  # in order of bound: once one is hopeless, every later one is too
         if best is not None and prune.hopeless(node, best):
-            # The rest are ruled out by the bound; those no query has looked at count as pruned.
+            # The rest are ruled out by the bound; those no query has looked at (none is in
+            # full.cache) count as pruned.
             for rest in cands[i:]:
-                if rest not in full.cache and rest not in ev.cache:
+                if rest not in ev.cache:
                     status[rest] = None
             break
         todo.append(node)
