@@ -17,22 +17,18 @@ above them up from those instead of from the coded base table (:class:`Source`).
 GROUPING SETS were measured first: 2-3x slower on DuckDB and PostgreSQL, and the SQL text of one
 branch per node made sqlglot the bottleneck; the node table of weights keeps the SQL small.
 
-Monotonicity. k-anonymity (with or without suppression), and l-diversity and t-closeness without
-suppression, satisfy the generalisation and subset properties (seed 002 section 4.2; Machanavajjhala
-et al. 2006 for l, Li et al. 2007 for t). l and t *with* suppression do not: generalising can merge a
-good class into a bad one and raise the count of records to suppress. For such policies Incognito
+Monotonicity. k-anonymity and distinct l-diversity (with or without suppression), and the other
+l-diversities and t-closeness without suppression, satisfy the generalisation and subset properties
+(seed 002 section 4.2; Machanavajjhala et al. 2006 for l, Li et al. 2007 for t; a merged class
+violates k or distinct l only if both its parts do: :attr:`Plan.monotone`). Entropy and recursive l
+and t *with* suppression do not: generalising can merge a good class into a bad one and raise the
+count of records to suppress. For such policies Incognito
 runs on the monotone relaxation (class sizes only: k, and the least class size any l or the
 prosecutor bound implies), then evaluates the full policy on every node the relaxation lets through
 (as ARX does for non-monotonic criteria), so the result stays exact. Flash does the same.
 """
 
-from sqlanon.lattice.algorithms import (
-    datafly,
-    exhaustive,
-    flash,
-    incognito,
-    run_search,
-)
+from sqlanon.lattice.algorithms import flash, run_search
 from sqlanon.lattice.evaluator import Evaluator, Source, relaxed_k
 from sqlanon.lattice.plan import (
     Node,
@@ -45,6 +41,7 @@ from sqlanon.lattice.plan import (
     prepare,
 )
 from sqlanon.lattice.result import SearchResult
+from sqlanon.lattice.searches import datafly, exhaustive, incognito
 from sqlanon.lattice.shape import (
     all_nodes,
     height,
