@@ -5,6 +5,7 @@ its classes checked against every requirement at once (``templates/search/evalua
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ class Evaluator:
             for lvl in range(lo or 0, plan.heights[j])
             if plan.card.get((j, lvl), 1) > 1
         ]
-        sids = [a["sid"] for a in self._attrs()]
+        sids = [a["sid"] for a in self.attrs]
         rel = plan.be.create_temp("rollup", "search/rollup", source=src.rel, cols=cols, sid_aliases=sids)
         self.queries += 1
         if rows is None or sids:
@@ -84,17 +85,22 @@ class Evaluator:
         n = exp.column("n", table=exp.to_identifier("c"))
         return [("size", exp.LT(this=n, expression=exp.Literal.number(k)))]
 
-    def _any_check(self) -> Sql:
-        """The predicate on a class ``c`` that violates any requirement (FALSE without one)."""
+    @functools.cached_property
+    def any_check(self) -> Sql:
+        """The predicate on a class ``c`` that violates any requirement (FALSE without one); the
+        same for every batch of this evaluator, so built once."""
         checks = self._checks()
         return Sql((exp.or_(*[c for _, c in checks]) if checks else exp.false()).sql(CANONICAL))
 
     @property
     def sensitive(self) -> bool:
         """Whether this evaluator's statements (and kept rollups) carry sensitive values."""
-        return bool(self._attrs())
+        return bool(self.attrs)
 
-    def _attrs(self) -> list[dict[str, Any]]:
+    @functools.cached_property
+    def attrs(self) -> list[dict[str, Any]]:
+        """The sensitive attributes this evaluator's statements check (none when relaxed): the
+        policy never changes, so built once."""
         if self.relaxed:
             return []
         pol = self.plan.policy
@@ -153,7 +159,7 @@ class Evaluator:
     def _batch(self, parts: list[tuple[Source, list[Node]]]) -> None:
         """One query for the nodes of every part, each part rolling up from its own source."""
         plan = self.plan
-        attrs = self._attrs()
+        attrs = self.attrs
         if not attrs and self._batch_sets(parts):
             return
         nodes = [n for _, ns in parts for n in ns]
@@ -204,7 +210,7 @@ class Evaluator:
             key_aliases=[ident(f"k_{i}") for i in range(n_chunks)],
             sid_aliases=[a["sid"] for a in attrs],
             attrs=attrs,
-            any_check=self._any_check(),
+            any_check=self.any_check,
             size_k=self.size_k,
         )
         self.queries += 1
@@ -248,7 +254,7 @@ class Evaluator:
             ctx_parts.append(
                 {"source": source.rel, "sets": list(sets), "grouped": bool(used), "mask": Sql(mask)}
             )
-        rows = self.plan.be.query("search/evaluate_sets", parts=ctx_parts, any_check=self._any_check())
+        rows = self.plan.be.query("search/evaluate_sets", parts=ctx_parts, any_check=self.any_check)
         self.queries += 1
         seen: set[Node] = set()
         for part, mask, *counts in rows:
