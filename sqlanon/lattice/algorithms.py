@@ -113,7 +113,8 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     class sizes). Interleaved, one walk against the other (same nodes checked): DuckDB, Adult,
     distinct l = 3 at 0 % 0.86 -> 0.62-0.69 s, the 1e6-row table 1.70-1.79 -> 1.20-1.36 s, but with
     5 % 1.35-1.39 -> 1.49-1.63 s at 1e6; PostgreSQL, Adult, distinct l = 3 with 5 % 3.95-4.24 ->
-    2.45-2.53 s, k = 5 as well 4.81-5.04 -> 2.59-2.65 s.
+    2.45-2.53 s, k = 5 as well 4.81-5.04 -> 2.59-2.65 s; PostgreSQL at 1e6 13.3-13.9 -> 12.8-13.0 s
+    and 17.7-18.7 -> 14.0-14.3 s (0 %: 12.1-12.8 -> 7.9-8.0 s).
 
     Once the bound rules out most of the lattice (fewer than :data:`ARX_ORDER_BELOW` of a fixed
     sample of nodes remain open, tested when ``best`` improves), the walk takes ARX's
