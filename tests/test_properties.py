@@ -214,10 +214,34 @@ def test_staged_flash_equals_the_definition(db, rows, k, l, supp):  # noqa: ANN0
         assert staged.satisfying == expected
         below = {n for n in expected for m in expected if m != n and m[0] <= n[0] and m[1] <= n[1]}
         assert set(staged.minimal) == expected - below
+        exh = run_search(plan, "exhaustive")
+        # The results callers read (bad_records for scoring and publishing) are the full policy's.
+        assert all(staged.results[n] == exh.results[n] for n in staged.results)
         if best is not None:
-            exh = run_search(plan, "exhaustive")
             assert best.satisfying <= expected
+            assert all(best.results[n] == exh.results[n] for n in best.results)
             assert choose(plan, best, "precision")[0] == choose(plan, exh, "precision")[0]
+
+
+@pytest.mark.parametrize("l", [2.0, 2.0000000012, 2.5])
+def test_entropy_l_relaxation_never_exceeds_the_policy(db, l):  # noqa: ANN001, E741
+    """Entropy l accepts H >= log2(l) - EPS, so l just above 2 still accepts a class of two
+    records with two values: the class-size relaxation (relaxed_k) must not ask for three. Two
+    bottom classes hold two records with two values (H = 1 bit), one three with three: the bottom
+    satisfies l = 2 and l = 2.0000000012, not 2.5; Flash (walking in two stages without
+    suppression, or on the relaxation with it) must return what exhaustive does."""
+    rows = [("a1", 10, "s1"), ("a1", 10, "s2"), ("a2", 20, "s1"), ("a2", 20, "s2")]
+    rows += [("a3", 12, "s1"), ("a3", 12, "s2"), ("a3", 12, "s3")]
+    name = _load(db, rows)
+    for supp in (0.0, 0.25):
+        policy = _mapped_policy(name, {"suppression": supp, "l": {"s": {"kind": "entropy", "l": l}}})
+        with session(db.url) as be:
+            plan = prepare(be, parse_policy(policy))
+            assert evaluator.relaxed_k(plan.policy) == (2 if l < 2.5 else 3)
+            exh = run_search(plan, "exhaustive")
+            assert ((0, 0) in exh.minimal) == (l < 2.5)
+            assert set(run_search(plan, "flash").minimal) == set(exh.minimal)
+            assert set(run_search(plan, "incognito").minimal) == set(exh.minimal)
 
 
 @SETTINGS

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.plan import BATCH, PART, PART_WIDE, PART_WIDE_BELOW, Node, NodeResult, Plan
-from sqlanon.measure.assessment import _l_rank, requirement_checks
+from sqlanon.measure.assessment import EPS, _l_rank, requirement_checks
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident
@@ -293,11 +293,18 @@ CID_RADIX_MAX = 2**62
 
 
 def relaxed_k(policy: Policy) -> int:
-    """The least class size the policy implies: k, ceil(l) for any l-diversity, and ceil(1/r) for a
-    prosecutor-risk bound r (a class of n records has at most n distinct values and risk 1/n)."""
+    """The least class size the policy implies: k, l for distinct and recursive l (integers), and
+    ceil(1/r) for a prosecutor-risk bound r (a class of n records has at most n distinct values and
+    risk 1/n). Entropy l holds where H >= log2(l) - EPS (:func:`~sqlanon.measure.assessment.
+    requirement_checks`) and H <= log2(n), so a class needs n >= l * 2^-EPS records; the bound taken,
+    ceil(l * 2^(-2 EPS)), stays at or below that whatever l's last digits (l = 2.0000000012 needs 2
+    records, not 3), and the relaxation never fails a class the policy accepts."""
     k = policy.k_or_1()
     for r in policy.privacy.l:
-        k = max(k, math.ceil(r.l - 1e-9))
+        if r.kind == "entropy":
+            k = max(k, math.ceil(r.l * 2 ** (-2 * EPS)))
+        else:
+            k = max(k, math.ceil(r.l - 1e-9))
     pros = policy.privacy.risk.get("prosecutor")
     if pros:
         k = max(k, math.ceil(1 / pros - 1e-9))
