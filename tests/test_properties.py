@@ -242,6 +242,17 @@ def test_entropy_l_relaxation_never_exceeds_the_policy(db, l):  # noqa: ANN001, 
             assert ((0, 0) in exh.minimal) == (l < 2.5)
             assert set(run_search(plan, "flash").minimal) == set(exh.minimal)
             assert set(run_search(plan, "incognito").minimal) == set(exh.minimal)
+    # The up-front refusal (l above the attribute's three distinct values) takes the same
+    # tolerance, in the search and in assess.
+    for ent, refused in ((3.0000000012, False), (3.5, True)):
+        policy = _mapped_policy(name, {"l": {"s": {"kind": "entropy", "l": ent}}})
+        with session(db.url) as be:
+            for run in (lambda p: prepare(be, p), lambda p: assess(be, p)):
+                if refused:
+                    with pytest.raises(SqlanonError, match="exceeds the 3 distinct value"):
+                        run(parse_policy(policy))
+                else:
+                    run(parse_policy(policy))
 
 
 @SETTINGS

@@ -131,9 +131,6 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     the lattice.
     """
     size_k = relaxed_k(plan.policy)
-    # A monotone policy with l or t checks, on an engine where those cost far more than class
-    # sizes (STAGED): each round checks class sizes first and the full policy only where they hold;
-    # the tags come from the full policy (it is monotone).
     # A monotone policy with l or t checks walks in two stages per round, as ARX checks k before
     # l: class sizes first, the full policy only where they hold, its tags from the full policy
     # (monotone). Not with suppression on engines outside STAGED, where most nodes pass the class
@@ -142,7 +139,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         plan.monotone
         and size_k > 1
         and (plan.allowed == 0 or plan.be.dialect in STAGED)
-        and Evaluator(plan).sensitive
+        and bool(plan.policy.privacy.l or plan.policy.privacy.t)
     )
     ev = Evaluator(plan, relaxed=not plan.monotone or staged)
     # A non-monotone policy walks its monotone relaxation; with ``prune`` the full policy is also
@@ -270,14 +267,14 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         failed, passed = [], []
         walker = full if fused and full is not None else ev
         evaluated = walker.evaluate(batch)
-        if staged and walker is ev:
+        if staged:  # never fused: walker is ev
             # Class sizes first; the full policy's verdict replaces theirs where they hold.
             ups = [n for n, r in evaluated.items() if r.ok(plan.allowed)]
             if ups:
                 evaluated = {**evaluated, **full.evaluate(ups)}  # type: ignore[union-attr]
         for node, res in evaluated.items():
             # The walk's verdict: the relaxation's for a non-monotone policy, else the policy's.
-            ok = res.relaxed_ok(plan.allowed) if walker is full and not staged else res.ok(plan.allowed)
+            ok = res.relaxed_ok(plan.allowed) if fused else res.ok(plan.allowed)
             if status.get(node) is None:
                 tag(node, ok)
             if not ok:
@@ -324,16 +321,15 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         return finish_pruned(plan, ev, full, prune, best, status, universe, progress)  # type: ignore[arg-type]
     if full is None and (prune is None or best is None):
         return finish("flash", plan, ev, status, universe, progress, total)
-    # Monotone: the tags are exact. Staged, a node may be evaluated twice (class sizes, then the
-    # full policy): both count as checks, and the results are the full policy's.
+    # Monotone: the tags are exact. Staged, a node evaluated in both stages (class sizes, then the
+    # full policy) counts as one check, as ARX counts its checks (k first, then l or t where k
+    # holds), and the results are the full policy's.
     checked, queries, results = ev.checked, ev.queries, dict(ev.cache)
     if full is not None:
-        # One check per node, as ARX counts its checks (k first, then l or t where k holds).
         checked = len(ev.cache.keys() | full.cache.keys())
         queries, results = queries + full.queries, dict(full.cache)
-    distinct = len(ev.cache.keys() | results.keys())
     if progress:  # the last starts may have been skipped after the last round's report
-        progress(distinct, total - distinct, 0)
+        progress(checked, total - checked, 0)
     sat = {n for n, ok in status.items() if ok}
     if prune is None or best is None:
         return SearchResult("flash", sat, minimal(sat, universe), total, checked, queries, results)

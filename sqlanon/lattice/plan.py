@@ -20,6 +20,7 @@ from sqlanon.measure.assessment import (
     _sort_key,
     build_frequency_tables,
     check_columns,
+    l_unsatisfiable,
 )
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
@@ -272,9 +273,7 @@ def prepare(be: Backend, policy: Policy) -> Plan:
                 "search/distinct_count", base=base.freq, col=base.sid_aliases[s_names.index(r.attribute)]
             )[0][0]
         )
-        # Entropy l is met within EPS (H >= log2(l) - EPS, H <= log2(m)): l = 2.0000000012 over two
-        # values is satisfiable, as the checks themselves judge it.
-        if (math.log2(m) < math.log2(r.l) - EPS) if r.kind == "entropy" and m > 0 else r.l > m:
+        if l_unsatisfiable(r, m):
             raise SqlanonError(
                 f"privacy.l.{r.attribute}: l = {r.l:g} exceeds the {m} distinct value(s) of "
                 f"{r.attribute!r}; no release can satisfy it"
