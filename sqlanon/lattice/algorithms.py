@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice.evaluator import Evaluator, relaxed_k
+from sqlanon.lattice.evaluator import Evaluator, Source, relaxed_k
 from sqlanon.lattice.plan import (
     FLASH_LANE_EVERY,
     FLASH_LANE_EVERY_FAST,
@@ -266,6 +266,8 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         batch = list(dict.fromkeys(x for _, x in lanes))
         failed, passed = [], []
         walker = full if fused and full is not None else ev
+        if not walker.sensitive:
+            _keep_meets(walker, batch)
         evaluated = walker.evaluate(batch)
         if staged:  # never fused: walker is ev
             # Class sizes first; the full policy's verdict replaces theirs where they hold.
@@ -395,6 +397,47 @@ def _keep_rollups(
         ):
             ev.keep(node, classes)
             kept += 1
+
+
+#: Before a round, Flash takes the nodes that would roll up from one large table (at least
+#: KEEP_MIN_ROWS rows) MEET_CHUNK at a time in the evaluator's batch order, and keeps the meet of
+#: each MEET_MIN or more (their lowest level of each quasi-identifier) when its estimated rows are
+#: at most 1/MEET_RATIO of that table's: they, and every later node above the meet, then roll up
+#: from it. The estimate is the table's rows times, per quasi-identifier, the meet's distinct codes
+#: over the table's (independence; often far too low, which costs one statement). Measured on
+#: DuckDB, k = 5 without suppression, interleaved: 1e7 rows (memory_limit=500MB) search 2.21-2.27 s
+#: -> 1.93-1.97 s (12 meets kept); the 1e6-row table 1.63-1.67 -> 1.54-1.61 s; with 5 %
+#: unchanged (1e7: none kept; 1e6: 1.96-2.29 s either way). Chunks of 4 or 16 and ratios of 4 or 16
+#: measured no better.
+MEET_CHUNK = 8
+MEET_MIN = 2
+MEET_RATIO = 8
+
+
+def _keep_meets(ev: Evaluator, batch: list[Node]) -> None:
+    """Keep the meets of similar nodes about to roll up from a large table (:data:`MEET_RATIO`)."""
+    plan = ev.plan
+    heights = plan.heights
+    groups: dict[int, tuple[Source, list[Node]]] = {}
+    for n in batch:
+        src = ev.source_for(n)
+        if src.rows >= KEEP_MIN_ROWS:
+            groups.setdefault(id(src), (src, []))[1].append(n)
+    for src, group in groups.values():
+        group.sort(key=ev.similar)
+        for i in range(0, len(group), MEET_CHUNK):
+            if len(ev.sources) >= KEEP_MAX:
+                return
+            chunk = [n for n in group[i : i + MEET_CHUNK] if ev.source_for(n) is src]
+            if len(chunk) < MEET_MIN:
+                continue
+            meet = tuple(min(h if n[j] is None else n[j] for n in chunk) for j, h in enumerate(heights))  # type: ignore[type-var]
+            shrink = math.prod(
+                plan.card.get((j, hi), 1) / max(plan.card.get((j, lo), 1), 1)
+                for j, (lo, hi) in enumerate(zip(src.node, meet, strict=True))
+            )
+            if meet != src.node and shrink * MEET_RATIO <= 1:
+                ev.keep(meet)
 
 
 ALGORITHMS: dict[str, Callable[[Plan, Progress | None], SearchResult]] = {

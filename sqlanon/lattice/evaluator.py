@@ -126,13 +126,22 @@ class Evaluator:
                 )
         return out
 
+    @functools.cached_property
+    def _similar_order(self) -> list[int]:
+        plan = self.plan
+        return sorted(range(len(plan.heights)), key=lambda j: -plan.card.get((j, 0), 1))
+
+    def similar(self, node: Node) -> tuple[int, ...]:
+        """The order batches take (and Flash's kept meets, ``_keep_meets``): the levels of the
+        most distinct quasi-identifiers first, so that neighbours share them and their meet is
+        small."""
+        return tuple(-1 if node[j] is None else node[j] for j in self._similar_order)  # type: ignore[misc]
+
     def evaluate(self, nodes: Iterable[Node]) -> dict[Node, NodeResult]:
         nodes = list(nodes)
         todo = [n for n in dict.fromkeys(nodes) if n not in self.cache]
         # Batch similar nodes: sorted by the levels of the most distinct quasi-identifiers first,
         # a batch shares their levels, so its common rollup (the meet) has few rows.
-        plan = self.plan
-        order = sorted(range(len(plan.heights)), key=lambda j: -plan.card.get((j, 0), 1))
         # Each node rolls up from the smallest kept table below it; one query serves several
         # tables (one part each), so kept tables do not multiply the queries.
         groups: dict[int, list[Node]] = {}
@@ -143,7 +152,7 @@ class Evaluator:
         parts: list[tuple[Source, list[Node]]] = []
         size = 0
         for sid, group in groups.items():
-            group.sort(key=lambda n: tuple(-1 if n[j] is None else n[j] for j in order))
+            group.sort(key=self.similar)
             step = PART_WIDE if sensitive and by_id[sid].rows < PART_WIDE_BELOW else PART
             for i in range(0, len(group), step):
                 chunk = group[i : i + step]
