@@ -197,7 +197,7 @@ def test_incognito_and_flash_equal_exhaustive_and_datafly_satisfies(db, rows, k,
 
 def _flash_with_meets(plan):  # noqa: ANN001, ANN202
     """Flash with every round's meets kept (algorithms._keep_meets with no size floor, any
-    estimate, one node a chunk, so each node is its own meet), asserting that each node the walk
+    estimate or bound, one node a chunk, so each node is its own meet), asserting that each node the walk
     evaluates above the bottom rolls up from the table kept for it."""
     real = algorithms._keep_meets
 
@@ -207,7 +207,9 @@ def _flash_with_meets(plan):  # noqa: ANN001, ANN202
             if any(n):
                 assert ev.source_for(n).node == n
 
-    with mock.patch.multiple(algorithms, KEEP_MIN_ROWS=0, MEET_RATIO=0, MEET_MIN=1, _keep_meets=spy):
+    with mock.patch.multiple(
+        algorithms, KEEP_MIN_ROWS=0, KEEP_RATIO=0, MEET_RATIO=0, MEET_MIN=1, _keep_meets=spy
+    ):
         return run_search(plan, "flash")
 
 
