@@ -125,9 +125,10 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     most distinct values kept (the sum of each level's distinct count over its bottom's); the
     remaining starts and every queue are re-sorted. Early on, the fewest-classes order finds good
     satisfying nodes sooner; late, ARX's order walks the few open nodes with fewer checks. Replayed
-    on recorded predicates (k = 5, precision, checks / queries): Adult 134 / 60 at 0 % (unchanged)
-    and 474 / 81 at 5 % (552 / 83 without the switch; ARX 181 and 986); the 1e6-row benchmark
-    table 299 / 73 and 100 / 54 (148 / 61 without; ARX 383 and 104). The threshold is tuned on
+    on recorded predicates (k = 5, precision, checks / queries): Adult 134 / 60 at 0 % (unchanged;
+    163 / 24 since :data:`FLASH_LANE_EVERY_SMALL`) and 474 / 81 at 5 % (552 / 83 without the
+    switch; ARX 181 and 986); the 1e6-row benchmark table 299 / 73 and 100 / 54 (148 / 61
+    without; ARX 383 and 104). The threshold is tuned on
     those recordings: 0.3 and 0.5 give 107 and 104 at 1e6, 5 %.
 
     Progress: (nodes evaluated, nodes tagged or skipped without a query, undecided), summing to
