@@ -208,7 +208,7 @@ def _flash_with_meets(plan):  # noqa: ANN001, ANN202
                 assert ev.source_for(n).node == n
 
     with mock.patch.multiple(
-        algorithms, KEEP_MIN_ROWS=0, KEEP_RATIO=0, MEET_RATIO=0, MEET_MIN=1, _keep_meets=spy
+        algorithms, KEEP_MIN_ROWS=0, KEEP_RATIO=0, MEET_RATIO=0, MEET_MIN=1, MEET_CHUNK=1, _keep_meets=spy
     ):
         return run_search(plan, "flash")
 

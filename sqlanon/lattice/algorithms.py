@@ -66,9 +66,9 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     (:func:`_lanes`; on a small table without suppression, one per 4:
     :data:`FLASH_LANE_EVERY_SMALL`). A search with few checks to make stays near ARX's
     one-at-a-time order, and one with thousands runs many in step. Replayed on Adult's recorded
-    predicate (k = 5): without
-    suppression one search alone checks 149 nodes in 149 queries, this rule 164 in 64, 32 searches
-    from the start 245 in 18; with 5 % suppression this rule checks 2,997 in 108 queries, at most
+    predicate (k = 5): without suppression one search alone checks 149 nodes in 149 queries, the
+    per-16 rule 164 in 64, 32 searches from the start 245 in 18; with 5 % suppression the per-16
+    rule checks 2,997 in 108 queries, at most
     32 searches 2,932 in 163. (On the 1e6-row benchmark table, growing faster from 256 checks
     on cost 384 checks without suppression, one more than ARX; from 512, 376.) A node already
     tagged when its turn comes is skipped without a query, as ARX skips it.
@@ -433,10 +433,12 @@ def _keep_rollups(
 #: each MEET_MIN or more (their lowest level of each quasi-identifier) when its estimated rows are
 #: at most 1/MEET_RATIO of that table's: they, and every later node above the meet, then roll up
 #: from it. The estimate is the table's rows times, per quasi-identifier, the meet's distinct codes
-#: over the table's (independence; often far too low, which costs one statement), and no meet is
-#: kept that a checked node above it proves too large (KEEP_RATIO). Measured on
-#: DuckDB, k = 5 without suppression, interleaved: 1e7 rows (memory_limit=500MB) search 2.21-2.27 s
-#: -> 1.93-1.97 s (12 meets kept); the 1e6-row table 1.63-1.67 -> 1.54-1.61 s; with 5 %
+#: over the table's (independence; often far too low, which costs two statements: the table and
+#: its row count), and no meet is kept that a checked node above it proves too large (KEEP_RATIO).
+#: Meets count towards KEEP_PER_ROUND (their own) and KEEP_MAX (shared with the failing nodes'
+#: rollups). Measured on DuckDB, k = 5 without suppression, interleaved, in two sessions an hour
+#: apart: 1e7 rows (memory_limit=500MB), the search after prepare 2.21-2.27 s -> 1.93-1.97 s and
+#: 2.50-2.81 s -> 2.02-2.32 s (12 meets kept); the 1e6-row table 1.63-1.67 -> 1.54-1.61 s; with 5 %
 #: unchanged (1e7: none kept; 1e6: 1.96-2.29 s either way). Chunks of 4 or 16 and ratios of 4 or 16
 #: measured no better.
 MEET_CHUNK = 8
@@ -447,7 +449,10 @@ MEET_RATIO = 8
 def _keep_meets(ev: Evaluator, batch: list[Node]) -> None:
     """Keep the meets of similar nodes about to roll up from a large table (:data:`MEET_RATIO`)."""
     plan = ev.plan
+    if plan.be.inline:  # read-only: a kept table is a CTE the engine recomputes, never cheaper
+        return
     heights = plan.heights
+    kept = 0
     groups: dict[int, tuple[Source, list[Node]]] = {}
     for n in batch:
         src = ev.source_for(n)
@@ -456,7 +461,7 @@ def _keep_meets(ev: Evaluator, batch: list[Node]) -> None:
     for src, group in groups.values():
         group.sort(key=ev.similar)
         for i in range(0, len(group), MEET_CHUNK):
-            if len(ev.sources) >= KEEP_MAX:
+            if len(ev.sources) >= KEEP_MAX or kept >= KEEP_PER_ROUND:
                 return
             chunk = [n for n in group[i : i + MEET_CHUNK] if ev.source_for(n) is src]
             if len(chunk) < MEET_MIN:
@@ -476,6 +481,7 @@ def _keep_meets(ev: Evaluator, batch: list[Node]) -> None:
             )
             if floor * KEEP_RATIO <= src.rows:
                 ev.keep(meet)
+                kept += 1
 
 
 ALGORITHMS: dict[str, Callable[[Plan, Progress | None], SearchResult]] = {

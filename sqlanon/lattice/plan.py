@@ -76,8 +76,9 @@ FLASH_LANES = 128
 FLASH_LANE_EVERY = 16
 FLASH_LANES_FAST = 512
 FLASH_LANE_EVERY_FAST = 8
-#: Rollups :func:`flash` keeps: at most this many per round and in all, each at least this many
-#: times smaller than the table it would otherwise roll up from.
+#: Rollups :func:`flash` keeps of failing nodes: at most this many per round and in all, each at
+#: least this many times smaller than the table it would otherwise roll up from. The meets it keeps
+#: before a round (``algorithms._keep_meets``) have their own KEEP_PER_ROUND and share KEEP_MAX.
 KEEP_PER_ROUND = 8
 KEEP_MAX = 64
 KEEP_RATIO = 2
