@@ -439,7 +439,7 @@ def _keep_rollups(
 #: rollups). Measured on DuckDB, k = 5 without suppression, interleaved, in two sessions an hour
 #: apart: 1e7 rows (memory_limit=500MB), the search after prepare 2.21-2.27 s -> 1.93-1.97 s and
 #: 2.50-2.81 s -> 2.02-2.32 s (12 meets kept); the 1e6-row table 1.63-1.67 -> 1.54-1.61 s; with 5 %
-#: unchanged (1e7: none kept; 1e6: 1.96-2.29 s either way). Chunks of 4 or 16 and ratios of 4 or 16
+#: unchanged (1e7: none kept; 1e6: 2.16-2.34 s either way). Chunks of 4 or 16 and ratios of 4 or 16
 #: measured no better.
 MEET_CHUNK = 8
 MEET_MIN = 2
