@@ -20,7 +20,7 @@ from sqlanon.measure.assessment import (
     _sort_key,
     build_frequency_tables,
     check_columns,
-    l_unsatisfiable,
+    refuse_unsatisfiable_l,
 )
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
@@ -274,11 +274,7 @@ def prepare(be: Backend, policy: Policy) -> Plan:
                 "search/distinct_count", base=base.freq, col=base.sid_aliases[s_names.index(r.attribute)]
             )[0][0]
         )
-        if l_unsatisfiable(r, m):
-            raise SqlanonError(
-                f"privacy.l.{r.attribute}: l = {r.l:g} exceeds the {m} distinct value(s) of "
-                f"{r.attribute!r}; no release can satisfy it"
-            )
+        refuse_unsatisfiable_l(r, m)
     allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
     base_rows = int(be.query("search/row_count", rel=coded)[0][0])
     return Plan(be, policy, hierarchies, base, n_rows, allowed, coded, code_alias, card, base_rows)

@@ -194,13 +194,20 @@ def _l_rank(policy: Policy, attr: str) -> int:
     return 2
 
 
-def l_unsatisfiable(r: LRequirement, m: int) -> bool:
-    """No class can meet ``r`` over an attribute with ``m`` distinct values. Entropy l is judged
-    with the check's own tolerance (H >= log2(l) - EPS, and H <= log2(m)), so l = 2.0000000012 over
-    two values is satisfiable; distinct and recursive l need at least l values."""
+def refuse_unsatisfiable_l(r: LRequirement, m: int) -> None:
+    """Refuse ``r`` when no class can meet it over an attribute with ``m`` distinct values (the
+    search's and assess's up-front check). Entropy l is judged with the check's own tolerance
+    (H >= log2(l) - EPS, and H <= log2(m)), so l = 2.0000000012 over two values is satisfiable;
+    distinct and recursive l need at least l values."""
     if r.kind == "entropy" and m > 0:
-        return math.log2(m) < math.log2(r.l) - EPS
-    return r.l > m
+        unsatisfiable = math.log2(m) < math.log2(r.l) - EPS
+    else:
+        unsatisfiable = r.l > m
+    if unsatisfiable:
+        raise SqlanonError(
+            f"privacy.l.{r.attribute}: l = {r.l:g} exceeds the {m} distinct value(s) of "
+            f"{r.attribute!r}; no release can satisfy it"
+        )
 
 
 def _l_violation(r: LRequirement, alias: str) -> exp.Expression:
@@ -365,11 +372,8 @@ def assess_tables(
         (l_distinct, min_h, max_kl, max_eq, max_ord, c_min, short, h_w, m, mi, cond_h) = row
         distinct_count = int(m)
         for r in policy.privacy.l:
-            if r.attribute == name and l_unsatisfiable(r, distinct_count):
-                raise SqlanonError(
-                    f"privacy.l.{name}: l = {r.l:g} exceeds the {distinct_count} distinct value(s) of "
-                    f"{name!r}; no release can satisfy it"
-                )
+            if r.attribute == name:
+                refuse_unsatisfiable_l(r, distinct_count)
         rec_req = next((r for r in policy.privacy.l if r.attribute == name and r.kind == "recursive"), None)
         l_div[name] = {
             "distinct": int(l_distinct),
