@@ -201,8 +201,8 @@ def _flash_with_meets(plan):  # noqa: ANN001, ANN202
     evaluates above the bottom rolls up from the table kept for it."""
     real = algorithms._keep_meets
 
-    def spy(ev, batch):  # noqa: ANN001, ANN202
-        real(ev, batch)
+    def spy(ev, batch, classes):  # noqa: ANN001, ANN202
+        real(ev, batch, classes)
         for n in batch:
             if any(n):
                 assert ev.source_for(n).node == n

@@ -181,9 +181,9 @@ def test_search_equals_exhaustive_for_k(adult, k, supp, algorithm, monkeypatch):
     meets: list[int] = []  # Flash's kept meets (algorithms._keep_meets), by the nodes they serve
     real = algorithms._keep_meets
 
-    def spy(ev, batch):  # noqa: ANN001, ANN202
+    def spy(ev, batch, classes):  # noqa: ANN001, ANN202
         before = len(ev.sources)
-        real(ev, batch)
+        real(ev, batch, classes)
         for src in ev.sources[before:]:
             meets.append(sum(1 for n in batch if src.serves(n)))
 

@@ -139,14 +139,14 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     # l: class sizes first, the full policy only where they hold, its tags from the full policy
     # (monotone). Not with suppression on engines outside STAGED, where most nodes pass the class
     # sizes (measurements: see the docstring).
+    pol = plan.policy.privacy
     staged = (
         plan.monotone
         and size_k > 1
         and (plan.allowed == 0 or plan.be.dialect in STAGED)
-        and bool(plan.policy.privacy.l or plan.policy.privacy.t)
+        and bool(pol.l or pol.t)
     )
     ev = Evaluator(plan, relaxed=not plan.monotone or staged)
-    pol = plan.policy.privacy
     small = (
         plan.base_rows < PART_WIDE_BELOW
         and plan.allowed == 0
@@ -279,7 +279,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         failed, passed = [], []
         walker = full if fused and full is not None else ev
         if not walker.sensitive:
-            _keep_meets(walker, batch)
+            _keep_meets(walker, batch, classes)
         evaluated = walker.evaluate(batch)
         if staged:  # never fused: walker is ev
             # Class sizes first; the full policy's verdict replaces theirs where they hold.
@@ -432,9 +432,10 @@ def _keep_rollups(
 #: KEEP_MIN_ROWS rows) MEET_CHUNK at a time in the evaluator's batch order, and keeps the meet of
 #: each MEET_MIN or more (their lowest level of each quasi-identifier) when its estimated rows are
 #: at most 1/MEET_RATIO of that table's: they, and every later node above the meet, then roll up
-#: from it. The estimate is the table's rows times, per quasi-identifier, the meet's distinct codes
-#: over the table's (independence; often far too low, which costs two statements: the table and
-#: its row count), and no meet is kept that a checked node above it proves too large (KEEP_RATIO).
+#: from it. The estimate is the table's rows times the meet's potential classes over the table's
+#: node's (the product of each level's distinct codes: independence; often far too low, which
+#: costs two statements: the table and its row count), and no meet is kept that a checked node
+#: above it proves too large (KEEP_RATIO).
 #: Meets count towards KEEP_PER_ROUND (their own) and KEEP_MAX (shared with the failing nodes'
 #: rollups). Measured on DuckDB, k = 5 without suppression, interleaved, in two sessions an hour
 #: apart: 1e7 rows (memory_limit=500MB), the search after prepare 2.21-2.27 s -> 1.93-1.97 s and
@@ -446,12 +447,11 @@ MEET_MIN = 2
 MEET_RATIO = 8
 
 
-def _keep_meets(ev: Evaluator, batch: list[Node]) -> None:
-    """Keep the meets of similar nodes about to roll up from a large table (:data:`MEET_RATIO`)."""
-    plan = ev.plan
-    if plan.be.inline:  # read-only: a kept table is a CTE the engine recomputes, never cheaper
+def _keep_meets(ev: Evaluator, batch: list[Node], classes: dict[Node, float]) -> None:
+    """Keep the meets of similar nodes about to roll up from a large table (:data:`MEET_RATIO`);
+    ``classes``: each node's log potential classes (:func:`flash`'s)."""
+    if ev.plan.be.inline:  # read-only: a kept table is a CTE the engine recomputes, never cheaper
         return
-    heights = plan.heights
     kept = 0
     groups: dict[int, tuple[Source, list[Node]]] = {}
     for n in batch:
@@ -466,12 +466,8 @@ def _keep_meets(ev: Evaluator, batch: list[Node]) -> None:
             chunk = [n for n in group[i : i + MEET_CHUNK] if ev.source_for(n) is src]
             if len(chunk) < MEET_MIN:
                 continue
-            meet = tuple(min(h if n[j] is None else n[j] for n in chunk) for j, h in enumerate(heights))  # type: ignore[type-var]
-            shrink = math.prod(
-                plan.card.get((j, hi), 1) / max(plan.card.get((j, lo), 1), 1)
-                for j, (lo, hi) in enumerate(zip(src.node, meet, strict=True))
-            )
-            if meet == src.node or shrink * MEET_RATIO > 1:
+            meet = tuple(min(levels) for levels in zip(*chunk, strict=True))
+            if meet == src.node or math.exp(classes[meet] - classes[src.node]) * MEET_RATIO > 1:
                 continue
             # The meet has at least the classes of any checked node above it: where those already
             # rule out a table KEEP_RATIO times smaller, the estimate was wrong.
