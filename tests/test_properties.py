@@ -277,6 +277,41 @@ def test_entropy_l_relaxation_never_exceeds_the_policy(db, l):  # noqa: ANN001, 
                     run(parse_policy(policy))
 
 
+def test_wide_class_keys_do_not_overflow_integer_codes(db):  # noqa: ANN001
+    """The coded table's codes are 4-byte INTEGERs (plan.INT_CODES_BELOW); a class key, sum(code
+    * weight) in mixed radix, can pass 2^31 where weights still fit an INTEGER. Four QIs of 400
+    values each (no hierarchy): the bottom node's radix is 400^4 = 2.56e10, the first QI's weight
+    64e6 and its top code 399. With l checked the evaluator builds those keys in SQL (DuckDB and
+    PostgreSQL raise on INTEGER overflow); the result must be the brute-force count, and the same
+    with BIGINT codes."""
+    rng = __import__("random").Random(7)
+    perms = [rng.sample(range(400), 400) for _ in range(4)]
+    rows = []
+    for i in range(800):  # pairs of rows share their QIs: 400 classes of 2
+        rows.append((*(p[i // 2] for p in perms), "s1" if i % 2 or i % 6 == 0 else "s2"))
+    name = f"w{next(COUNTER)}"
+    db.load(name, ["q0", "q1", "q2", "q3", "s"], rows, ["INTEGER"] * 4 + ["VARCHAR"])
+    classes = collections.defaultdict(set)
+    for *q, s in rows:
+        classes[tuple(q)].add(s)
+    bad = [c for c in classes.values() if len(c) < 2]
+    policy = {
+        "source": f"main.{name}",
+        "columns": {**{f"q{j}": "quasi" for j in range(4)}, "s": "sensitive"},
+        "privacy": {"l": {"s": 2}},
+    }
+    bottom = (0, 0, 0, 0)
+    with session(db.url) as be:
+        plan = prepare(be, parse_policy(policy))
+        assert math.prod(plan.card[(j, 0)] for j in range(4)) > 2**31
+        res = Evaluator(plan).evaluate([bottom])[bottom]
+        assert (res.rows, res.classes) == (800, 400) == (len(rows), len(classes))
+        assert (res.bad_records, res.bad_classes) == (2 * len(bad), len(bad)) and bad
+        with mock.patch("sqlanon.lattice.plan.INT_CODES_BELOW", 0):
+            wide = prepare(be, parse_policy(policy))
+            assert Evaluator(wide).evaluate([bottom])[bottom] == res
+
+
 @SETTINGS
 @given(
     rows=tables,

@@ -190,7 +190,8 @@ class Evaluator:
                 rows_sql.append(Sql("(" + ", ".join(vals) + ")"))
             keys = []
             for ch in range(n_chunks):
-                terms = [f"m.{plan.code_alias[key]} * n.{w_alias[(ch, key)]}" for key in used]
+                # Codes may be 4-byte INTEGERs (plan.INT_CODES_BELOW): widened before the product.
+                terms = [f"CAST(m.{plan.code_alias[key]} AS BIGINT) * n.{w_alias[(ch, key)]}" for key in used]
                 keys.append(Sql(" + ".join(terms) if terms else "0"))
             ctx_parts.append(
                 {

@@ -213,6 +213,11 @@ def _guess_numeric(spec: dict | None) -> bool:
     return bool(spec) and "interval" in spec
 
 
+#: The coded table's level codes are 4-byte INTEGERs below this many source records (every code is
+#: below its column's distinct values), else BIGINT (templates/search/coded.sql.j2).
+INT_CODES_BELOW = 2**31 - 1
+
+
 def prepare(be: Backend, policy: Policy) -> Plan:
     """Check the columns and hierarchies, and build the base frequency table (one source scan)."""
     cols = check_columns(be, policy)
@@ -258,7 +263,11 @@ def prepare(be: Backend, policy: Policy) -> Plan:
                     "bit": bits.get(j, 0),
                 }
             )
-    coded = be.create_temp("coded", "search/coded", base=base.freq, qis=qis, sid_aliases=base.sid_aliases)
+    # A code is below its column's number of distinct values, at most n_rows (coded.sql.j2).
+    code_type = Sql("INTEGER" if n_rows < INT_CODES_BELOW else "BIGINT")
+    coded = be.create_temp(
+        "coded", "search/coded", base=base.freq, qis=qis, sid_aliases=base.sid_aliases, code_type=code_type
+    )
     if bits:
         # The coverage check on the coded table's dictionaries (see templates/search/coded.sql.j2).
         found = 0
