@@ -7,6 +7,8 @@ from __future__ import annotations
 import collections
 import itertools
 import math
+from collections.abc import Iterator
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -20,6 +22,7 @@ from sqlanon.measure.assessment import assess
 from sqlanon.metrics.optimum import choose, search
 from sqlanon.policy import parse_policy
 from tests import reference as ref
+from tests.conftest import TestDB, _make_db
 
 COUNTER = itertools.count()
 SETTINGS = settings(
@@ -417,3 +420,39 @@ def test_map_as_ranges_equals_the_simple_case(db, mapping, values):  # noqa: ANN
     assert sorted((r[0] is None, r[0] or 0, r[1], r[2]) for r in rows) == sorted(
         (v is None, v or 0, expected[v], expected[v]) for v in values
     )
+
+
+@pytest.fixture
+def pg_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TestDB]:
+    """A PostgreSQL database alone (read-only sessions are PostgreSQL's)."""
+    yield from _make_db("postgres", request, tmp_path)
+
+
+def test_read_only_flash_keeps_no_tables_and_finds_the_same(pg_db):  # noqa: ANN001
+    """In a read-only PostgreSQL session every "temporary table" is a CTE recomputed by each
+    statement that reads it (Backend.inline), so Flash keeps neither failing nodes' rollups nor
+    meets there, even where (forced here) it would keep both on a writable connection; the walk
+    finds the same nodes with the same results."""
+    db = pg_db
+    rows = [(a, b, s) for a in A_VALUES for b in B_VALUES for s in ("s1", "s2") if (len(a) + b) % 3]
+    name = _load(db, rows)
+    policy = parse_policy(_mapped_policy(name, {"k": 3}))
+    force = {"KEEP_MIN_ROWS": 0, "KEEP_RATIO": 0, "MEET_RATIO": 0, "MEET_MIN": 1, "MEET_CHUNK": 1}
+    kept: list[int] = []
+    real_keep = Evaluator.keep
+
+    def keep(self, node, rows=None):  # noqa: ANN001, ANN202
+        kept.append(1)
+        return real_keep(self, node, rows)
+
+    with mock.patch.multiple(algorithms, **force), mock.patch.object(Evaluator, "keep", keep):
+        with session(db.url) as be:
+            writable = run_search(prepare(be, policy), "flash")
+        assert kept, "the forced thresholds keep tables on a writable connection"
+        kept.clear()
+        ro = db.url + ("&" if "?" in db.url else "?") + "options=-c%20default_transaction_read_only%3Don"
+        with session(ro) as be:
+            assert be.inline
+            read_only = run_search(prepare(be, policy), "flash")
+    assert kept == []
+    assert read_only.satisfying == writable.satisfying and read_only.results == writable.results

@@ -193,11 +193,18 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     arx = False
     sample = universe[:: max(1, total // ARX_ORDER_SAMPLE)]
 
+    arx_keys: dict[Node, tuple[float, float]] = {}
+
     def arx_key(x: Node) -> tuple[float, float]:
-        return (
-            sum(arx_prec[j][lvl] for j, lvl in enumerate(x)),  # type: ignore[index]
-            -sum(arx_kept[j][lvl] for j, lvl in enumerate(x)),  # type: ignore[index]
-        )
+        # Memoised: the walk re-sorts queues and paths by it (Adult with 5 %: ~21,000 calls for
+        # ~6,000 distinct nodes).
+        key = arx_keys.get(x)
+        if key is None:
+            key = arx_keys[x] = (
+                sum(arx_prec[j][lvl] for j, lvl in enumerate(x)),  # type: ignore[index]
+                -sum(arx_kept[j][lvl] for j, lvl in enumerate(x)),  # type: ignore[index]
+            )
+        return key
 
     def start_key(x: Node) -> tuple[int, float, float, Node]:
         return (sum(x), *arx_key(x), x) if arx else (sum(x), classes[x], 0.0, x)  # type: ignore[arg-type]
@@ -413,7 +420,12 @@ def _keep_rollups(
     """Keep the frequency tables of failing nodes that are much smaller than the table they rolled
     up from: the untagged nodes above them will roll up from these instead (ARX keeps snapshots of
     checked nodes for the same reason). Not over a small table (:data:`KEEP_MIN_ROWS`), where the
-    statement that creates a rollup costs more than it saves."""
+    statement that creates a rollup costs more than it saves, nor in read-only mode, where a kept
+    table is a CTE that every statement reading it recomputes from the (itself inlined) table
+    below: PostgreSQL read-only, 3e5 rows, k = 5: 143.6 / 155.6 s with them, 61.3 / 61.6 s
+    without (69 statements instead of 103)."""
+    if ev.plan.be.inline:
+        return
     kept = 0
     for _, classes, node in sorted(failed):
         if kept >= KEEP_PER_ROUND or len(ev.sources) >= KEEP_MAX:
