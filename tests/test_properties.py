@@ -432,7 +432,7 @@ def test_read_only_flash_keeps_no_tables_and_finds_the_same(pg_db):  # noqa: ANN
     """In a read-only PostgreSQL session every "temporary table" is a CTE recomputed by each
     statement that reads it (Backend.inline), so Flash keeps neither failing nodes' rollups nor
     meets there, even where (forced here) it would keep both on a writable connection; the walk
-    finds the same nodes with the same results."""
+    finds the same satisfying and minimal nodes with the same counts."""
     db = pg_db
     rows = [(a, b, s) for a in A_VALUES for b in B_VALUES for s in ("s1", "s2") if (len(a) + b) % 3]
     name = _load(db, rows)
@@ -455,4 +455,8 @@ def test_read_only_flash_keeps_no_tables_and_finds_the_same(pg_db):  # noqa: ANN
             assert be.inline
             read_only = run_search(prepare(be, policy), "flash")
     assert kept == []
-    assert read_only.satisfying == writable.satisfying and read_only.results == writable.results
+    # Read-only, more searches run in step (FLASH_LANE_EVERY_INLINE): other nodes may be checked,
+    # but the tags, the minimal nodes and every shared node's counts are the same.
+    assert read_only.satisfying == writable.satisfying and set(read_only.minimal) == set(writable.minimal)
+    shared = read_only.results.keys() & writable.results.keys()
+    assert shared and all(read_only.results[n] == writable.results[n] for n in shared)

@@ -222,6 +222,22 @@ def test_postgres_search_equals_exhaustive(pg_adult, adult, algorithm, k, supp, 
     assert got and got == _exhaustive_set(adult, (k, supp, extra), policy)
 
 
+def test_read_only_postgres_flash_equals_exhaustive(pg_adult, adult):  # noqa: ANN001
+    """In a read-only PostgreSQL session (Backend.inline: every working table a CTE) Flash runs
+    one more search in step per node checked and keeps no tables: the same minimal nodes as
+    DuckDB's exhaustive search, with 5 % suppression."""
+    policy = _policy(5, 0.05)
+    read_only = "options=-c%20default_transaction_read_only%3Don"
+    ro = pg_adult.url + ("&" if "?" in pg_adult.url else "?") + read_only
+    with session(ro) as be:
+        assert be.inline
+        plan = prepare(be, parse_policy(policy))
+        result = run_search(plan, "flash")
+        names = plan.qi_names
+    got = frozenset(tuple(sorted(node_map_names(names, n).items())) for n in result.minimal)
+    assert got and got == _exhaustive_set(adult, (5, 0.05, None), policy)
+
+
 @pytest.mark.parametrize("k", [5, 10])
 def test_datafly_result_satisfies(adult, k):  # noqa: ANN001
     policy = _policy(k, 0.02)
