@@ -13,10 +13,6 @@ from collections.abc import Callable, Iterator, Sequence
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator, Source, relaxed_k
 from sqlanon.lattice.plan import (
-    FLASH_LANE_EVERY,
-    FLASH_LANE_EVERY_FAST,
-    FLASH_LANES,
-    FLASH_LANES_FAST,
     KEEP_MAX,
     KEEP_MIN_ROWS,
     KEEP_PER_ROUND,
@@ -26,6 +22,7 @@ from sqlanon.lattice.plan import (
     Plan,
     Progress,
     Pruning,
+    lane_count,
 )
 from sqlanon.lattice.result import SearchResult, finish, finish_pruned, optimum_result
 from sqlanon.lattice.searches import datafly, exhaustive, incognito
@@ -63,9 +60,9 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     and queue) and their next nodes are evaluated in one query: a query costs far more than a
     node. Searches in step waste checks (a node one of them checks may tag another's), so they
     start as one and grow by one per 16 nodes checked; past 512 checks, by one per 8, up to 128
-    (:func:`_lanes`; on a small table without suppression, one per 4:
-    :data:`FLASH_LANE_EVERY_SMALL`; read-only, where each statement recomputes the working tables,
-    one per check: :data:`FLASH_LANE_EVERY_INLINE`). A search with few checks to make stays near ARX's
+    (:func:`~.plan.lane_count`; on a small table without suppression, one per 4:
+    :data:`~.plan.FLASH_LANE_EVERY_SMALL`; read-only, where each statement recomputes the working tables,
+    one per check: :data:`~.plan.FLASH_LANE_EVERY_INLINE`). A search with few checks to make stays near ARX's
     one-at-a-time order, and one with thousands runs many in step. Replayed on Adult's recorded
     predicate (k = 5): without suppression one search alone checks 149 nodes in 149 queries, the
     per-16 rule 164 in 64, 32 searches from the start 245 in 18; with 5 % suppression the per-16
@@ -127,7 +124,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     remaining starts and every queue are re-sorted. Early on, the fewest-classes order finds good
     satisfying nodes sooner; late, ARX's order walks the few open nodes with fewer checks. Replayed
     on recorded predicates (k = 5, precision, checks / queries): Adult 134 / 60 at 0 % (unchanged;
-    163 / 24 since :data:`FLASH_LANE_EVERY_SMALL`) and 474 / 81 at 5 % (552 / 83 without the
+    163 / 24 since :data:`~.plan.FLASH_LANE_EVERY_SMALL`) and 474 / 81 at 5 % (552 / 83 without the
     switch; ARX 181 and 986); the 1e6-row benchmark table 299 / 73 and 100 / 54 (148 / 61
     without; ARX 383 and 104). The threshold is tuned on
     those recordings: 0.3 and 0.5 give 107 and 104 at 1e6, 5 %.
@@ -276,7 +273,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
                 return
 
     while True:
-        while len(lanes) < _lanes(walked, small, plan.be.inline):
+        while len(lanes) < lane_count(walked, small, plan.be.inline):
             start = next((s for s in starts if s not in status and all(s != x for _, x in lanes)), None)
             if start is None:
                 break
@@ -385,41 +382,6 @@ STAGED = frozenset({"postgres"})
 #: below this share of a sample of ARX_ORDER_SAMPLE nodes spread over the lattice.
 ARX_ORDER_BELOW = 0.4
 ARX_ORDER_SAMPLE = 1024
-
-
-#: Without suppression, on a small table (a coded table of fewer than PART_WIDE_BELOW rows) whose
-#: walk checks class sizes and at most distinct values (k, a prosecutor bound, distinct l in the
-#: staged walk), a statement's fixed cost is several nodes' work, and Flash runs one more binary
-#: search in step per FLASH_LANE_EVERY_SMALL nodes checked, up to FLASH_LANES. Adult, precision
-#: optimum, checks / queries / seconds against one per 16: on DuckDB k = 2 248 / 71 / 0.83 s ->
-#: 173 / 25 / 0.50 s (ARX 217), k = 5 134 / 60 / 0.59 -> 163 / 24 / 0.49 (ARX 181), k = 5 +
-#: distinct l = 3 124 / 72 / 0.67 -> 114 / 34 / 0.45 (ARX 122); on PostgreSQL (interleaved) k = 2
-#: 1.52-1.53 -> 1.02-1.07 s, k = 5 0.95-1.04 -> 0.89-0.91 s, k = 5 + distinct l = 3 0.98-1.15 ->
-#: 0.76-0.78 s. Not with suppression: k = 5 with 5 % checked 474 -> 596 nodes, 1.57-1.68 ->
-#: 1.43-1.56 s on DuckDB but 4.80-5.50 -> 5.66-5.97 s on PostgreSQL, where a check costs more
-#: than a statement. Nor where the walk evaluates t (k = 5 + t = 0.2: 24 -> 36 checks, ARX 26).
-FLASH_LANE_EVERY_SMALL = 4
-
-
-#: In read-only mode (``Backend.inline``) every statement recomputes the base frequency table
-#: and the coded table as CTEs, a scan of the source each: Flash then runs one more binary search
-#: in step per node checked (up to FLASH_LANES), trading checks for statements. PostgreSQL
-#: read-only, 3e5 rows, k = 5, checks / statements / seconds: 221 / 69 / 63.2 s -> 381 / 11 /
-#: 23.9 s without suppression, 227 / 69 / 84.5 s -> 277 / 10 / 31.2 s with 5 % (one per 4 checks:
-#: 32.6 s and 44.6 s).
-FLASH_LANE_EVERY_INLINE = 1
-
-
-def _lanes(checked: int, small: bool = False, inline: bool = False) -> int:
-    """How many binary searches :func:`flash` runs in step after ``checked`` node checks
-    (``small``: see :data:`FLASH_LANE_EVERY_SMALL`; ``inline``: :data:`FLASH_LANE_EVERY_INLINE`)."""
-    if inline:
-        return min(FLASH_LANES, max(1, checked // FLASH_LANE_EVERY_INLINE))
-    if small:
-        return min(FLASH_LANES, max(1, checked // FLASH_LANE_EVERY_SMALL))
-    if checked < FLASH_LANES_FAST:
-        return max(1, checked // FLASH_LANE_EVERY)
-    return min(FLASH_LANES, checked // FLASH_LANE_EVERY_FAST)
 
 
 def _keep_rollups(

@@ -76,6 +76,43 @@ FLASH_LANES = 128
 FLASH_LANE_EVERY = 16
 FLASH_LANES_FAST = 512
 FLASH_LANE_EVERY_FAST = 8
+
+
+#: Without suppression, on a small table (a coded table of fewer than PART_WIDE_BELOW rows) whose
+#: walk checks class sizes and at most distinct values (k, a prosecutor bound, distinct l in the
+#: staged walk), a statement's fixed cost is several nodes' work, and Flash runs one more binary
+#: search in step per FLASH_LANE_EVERY_SMALL nodes checked, up to FLASH_LANES. Adult, precision
+#: optimum, checks / queries / seconds against one per 16: on DuckDB k = 2 248 / 71 / 0.83 s ->
+#: 173 / 25 / 0.50 s (ARX 217), k = 5 134 / 60 / 0.59 -> 163 / 24 / 0.49 (ARX 181), k = 5 +
+#: distinct l = 3 124 / 72 / 0.67 -> 114 / 34 / 0.45 (ARX 122); on PostgreSQL (interleaved) k = 2
+#: 1.52-1.53 -> 1.02-1.07 s, k = 5 0.95-1.04 -> 0.89-0.91 s, k = 5 + distinct l = 3 0.98-1.15 ->
+#: 0.76-0.78 s. Not with suppression: k = 5 with 5 % checked 474 -> 596 nodes, 1.57-1.68 ->
+#: 1.43-1.56 s on DuckDB but 4.80-5.50 -> 5.66-5.97 s on PostgreSQL, where a check costs more
+#: than a statement. Nor where the walk evaluates t (k = 5 + t = 0.2: 24 -> 36 checks, ARX 26).
+FLASH_LANE_EVERY_SMALL = 4
+
+
+#: In read-only mode (``Backend.inline``) every statement recomputes the base frequency table
+#: and the coded table as CTEs, a scan of the source each: Flash then runs one more binary search
+#: in step per node checked (up to FLASH_LANES), trading checks for statements. PostgreSQL
+#: read-only, 3e5 rows, k = 5, checks / statements / seconds: 221 / 69 / 63.2 s -> 381 / 11 /
+#: 23.9 s without suppression, 227 / 69 / 84.5 s -> 277 / 10 / 31.2 s with 5 % (one per 4 checks:
+#: 32.6 s and 44.6 s).
+FLASH_LANE_EVERY_INLINE = 1
+
+
+def lane_count(checked: int, small: bool = False, inline: bool = False) -> int:
+    """How many binary searches :func:`~.algorithms.flash` runs in step after ``checked`` node checks
+    (``small``: see :data:`FLASH_LANE_EVERY_SMALL`; ``inline``: :data:`FLASH_LANE_EVERY_INLINE`)."""
+    if inline:
+        return min(FLASH_LANES, max(1, checked // FLASH_LANE_EVERY_INLINE))
+    if small:
+        return min(FLASH_LANES, max(1, checked // FLASH_LANE_EVERY_SMALL))
+    if checked < FLASH_LANES_FAST:
+        return max(1, checked // FLASH_LANE_EVERY)
+    return min(FLASH_LANES, checked // FLASH_LANE_EVERY_FAST)
+
+
 #: Rollups :func:`flash` keeps of failing nodes: at most this many per round and in all, each at
 #: least this many times smaller than the table it would otherwise roll up from. The meets it keeps
 #: before a round (``algorithms._keep_meets``) have their own KEEP_PER_ROUND and share KEEP_MAX.
