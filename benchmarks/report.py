@@ -146,9 +146,10 @@ def arx_rows(m: dict[str, Any]) -> list[str]:
 def profile_rows(m: dict[str, Any]) -> list[str]:
     """Where the time of anonymise goes, per engine, size and suppression limit."""
 
-    # A node check is search/evaluate or, for class sizes only, search/evaluate_sets: both count.
+    # A node check is search/evaluate or, for class sizes only, search/evaluate_sets (or
+    # search/evaluate_keys on DuckDB): all count.
     def _keys(key: str) -> list[str]:
-        return [key, key + "_sets"] if key.endswith("search/evaluate") else [key]
+        return [key, key + "_sets", key + "_keys"] if key.endswith("search/evaluate") else [key]
 
     def prof(a: dict[str, Any], key: str) -> float:
         return sum(float(a.get("profile", {}).get(k, {}).get("seconds", 0.0)) for k in _keys(key))

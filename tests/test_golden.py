@@ -145,6 +145,13 @@ privacy:
             dpol["privacy"] = {"k": 2, "l": {"Disease": 2}, "suppression": 0.2}
             dplan = prepare(be, parse_policy(dpol, base_dir=policy_path.parent))
             Evaluator(dplan, size_k=2).evaluate([tuple(1 for _ in dplan.heights)])
+            # Class sizes as the engines outside evaluator.KEYED evaluate them (GROUPING SETS; on
+            # DuckDB the search above ran search/evaluate_keys).
+            from sqlanon.lattice import evaluator as evaluator_mod
+
+            with pytest.MonkeyPatch.context() as keyed:
+                keyed.setattr(evaluator_mod, "KEYED", frozenset())
+                Evaluator(plan, relaxed=True).evaluate([tuple(1 for _ in plan.heights)])
             # `sqlanon init` and `sqlanon hierarchy`.
             from sqlanon.relation import Relation
             from sqlanon.scaffold import hierarchy_csv, init_policy

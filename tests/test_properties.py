@@ -171,6 +171,24 @@ def test_incognito_and_flash_equal_exhaustive_and_datafly_satisfies(db, rows, k,
         by_radix = Evaluator(plan).evaluate(nodes)
         with mock.patch.object(evaluator, "CID_RADIX_MAX", 0):
             assert Evaluator(plan).evaluate(nodes) == by_radix
+        # Class sizes by keyed branches (evaluator.KEYED, DuckDB's default) and by GROUPING SETS
+        # (the other engines'), each run here on this engine, give the same; so does the keyed
+        # form's fallback to GROUPING SETS where a key would pass CID_RADIX_MAX.
+        sizes = {}
+        for keyed, radix_max in (
+            (frozenset({be.dialect}), 2**62),
+            (frozenset(), 2**62),
+            (frozenset({be.dialect}), 1),
+        ):
+            with (
+                mock.patch.object(evaluator, "KEYED", keyed),
+                mock.patch.object(evaluator, "CID_RADIX_MAX", radix_max),
+            ):
+                ev_k = Evaluator(plan, relaxed=True)
+                sizes[(keyed, radix_max)] = ev_k.evaluate(nodes)
+                assert ev_k.queries == 1
+                assert ("AS mask" in be.log[-1]) == (not keyed or radix_max == 1)
+        assert len({tuple(sorted(s.items())) for s in sizes.values()}) == 1
         # Parts of PART nodes (what a large source gets) give what one wide part gives.
         with mock.patch.object(evaluator, "PART_WIDE_BELOW", 0):
             assert Evaluator(plan).evaluate(nodes) == by_radix
@@ -313,6 +331,13 @@ def test_wide_class_keys_do_not_overflow_integer_codes(db):  # noqa: ANN001
         with mock.patch("sqlanon.lattice.plan.INT_CODES_BELOW", 0):
             wide = prepare(be, parse_policy(policy))
             assert Evaluator(wide).evaluate([bottom])[bottom] == res
+        # Class sizes alone, as keyed branches (evaluator.KEYED) on this engine: the key, the codes
+        # in mixed radix, passes 2^31 too (each code widened before its product).
+        with mock.patch.object(evaluator, "KEYED", frozenset({be.dialect})):
+            sizes = Evaluator(plan, relaxed=True)
+            got = sizes.evaluate([bottom])[bottom]
+            assert (got.rows, got.classes, got.bad_records) == (800, 400, 0) and sizes.queries == 1
+            assert "AS mask" not in be.log[-1] and "AS BIGINT" in be.log[-1]
 
 
 @SETTINGS

@@ -242,10 +242,66 @@ class Evaluator:
             if lvl is not None and plan.card.get((j, lvl), 1) > 1
         )
 
+    def _key_levels(self, node: Node) -> tuple[tuple[int, int], ...]:
+        """The (quasi-identifier, level) pairs whose codes define the node's classes (as
+        :meth:`_node_columns`)."""
+        plan = self.plan
+        return tuple(
+            (j, lvl) for j, lvl in enumerate(node) if lvl is not None and plan.card.get((j, lvl), 1) > 1
+        )
+
+    def _batch_keys(self, parts: list[tuple[Source, list[Node]]]) -> bool:
+        """Class sizes only, on a :data:`KEYED` engine: one branch per source and set of code
+        columns, its classes numbered by one BIGINT key (templates/search/evaluate_keys.sql.j2).
+        False (nothing run) where a key's radix product would not fit below :data:`CID_RADIX_MAX`."""
+        plan = self.plan
+        branches: dict[tuple[int, tuple[tuple[int, int], ...]], list[Node]] = {}
+        sources: dict[int, Source] = {}
+        for source, part_nodes in parts:
+            sources[id(source)] = source
+            for n in part_nodes:
+                branches.setdefault((id(source), self._key_levels(n)), []).append(n)
+        ctx = []
+        for gid, (sid, levels) in enumerate(branches):
+            terms, radix = [], 1
+            for key in levels:
+                # Codes may be 4-byte INTEGERs (plan.INT_CODES_BELOW): widened before the product.
+                terms.append(f"CAST({plan.code_alias[key]} AS BIGINT) * {radix}")
+                radix *= plan.card[key]
+            if radix >= CID_RADIX_MAX:
+                return False
+            ctx.append(
+                {"gid": gid, "key": Sql(" + ".join(terms) if terms else "0"), "source": sources[sid].rel}
+            )
+        rows = plan.be.query("search/evaluate_keys", branches=ctx, any_check=self.any_check)
+        self.queries += 1
+        owners = list(branches.values())
+        self._record(parts, ((owners[int(gid)], counts) for gid, *counts in rows))
+        return True
+
+    def _record(
+        self, parts: list[tuple[Source, list[Node]]], rows: Iterable[tuple[list[Node], list]]
+    ) -> None:
+        """Cache a class-size batch's results: each row's counts for the nodes it stands for (the
+        nodes of one set of code columns share their classes)."""
+        seen: set[Node] = set()
+        for nodes, counts in rows:
+            result = _node_result(counts)
+            for node in nodes:
+                self.cache[node] = result
+                seen.add(node)
+        expected = {n for _, ns in parts for n in ns}
+        if seen != expected:
+            raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(expected)} nodes")
+        self.checked += len(expected)
+
     def _batch_sets(self, parts: list[tuple[Source, list[Node]]]) -> bool:
         """Class sizes only: one GROUPING SETS aggregation per part (templates/search/
-        evaluate_sets.sql.j2). Nodes with the same code columns have the same classes and share a
+        evaluate_sets.sql.j2), or on a :data:`KEYED` engine one keyed branch per set
+        (:meth:`_batch_keys`). Nodes with the same code columns have the same classes and share a
         set. False (nothing run) where a part's columns would not fit a BIGINT bit mask."""
+        if self.plan.be.dialect in KEYED and self._batch_keys(parts):
+            return True
         ctx_parts = []
         owners: list[dict[int, list[Node]]] = []
         for source, part_nodes in parts:
@@ -266,16 +322,7 @@ class Evaluator:
             )
         rows = self.plan.be.query("search/evaluate_sets", parts=ctx_parts, any_check=self.any_check)
         self.queries += 1
-        seen: set[Node] = set()
-        for part, mask, *counts in rows:
-            result = _node_result(counts)
-            for node in owners[int(part)][int(mask)]:
-                self.cache[node] = result
-                seen.add(node)
-        expected = {n for _, ns in parts for n in ns}
-        if seen != expected:
-            raise SqlanonError(f"internal: evaluation returned {len(seen)} of {len(expected)} nodes")
-        self.checked += len(expected)
+        self._record(parts, ((owners[int(part)][int(mask)], counts) for part, mask, *counts in rows))
         return True
 
 
@@ -295,6 +342,10 @@ def _node_result(counts: list[Any]) -> NodeResult:
     )
 
 
+#: Engines whose class-size batches run as keyed branches (:meth:`Evaluator._batch_keys`) rather
+#: than GROUPING SETS: measured in templates/search/evaluate_keys.sql.j2 (faster on DuckDB,
+#: slower on PostgreSQL).
+KEYED = frozenset({"duckdb"})
 #: The most code columns one part may group by (GROUPING() bits summed into a BIGINT mask).
 MASK_BITS = 62
 #: A batch's classes are numbered gid * radix + key (no sort) while that product stays below this,
