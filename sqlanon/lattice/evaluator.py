@@ -235,16 +235,10 @@ class Evaluator:
 
     def _node_columns(self, node: Node) -> tuple[Sql, ...]:
         """The code columns that define the node's classes (a constant column defines nothing)."""
-        plan = self.plan
-        return tuple(
-            plan.code_alias[(j, lvl)]
-            for j, lvl in enumerate(node)
-            if lvl is not None and plan.card.get((j, lvl), 1) > 1
-        )
+        return tuple(self.plan.code_alias[key] for key in self._key_levels(node))
 
     def _key_levels(self, node: Node) -> tuple[tuple[int, int], ...]:
-        """The (quasi-identifier, level) pairs whose codes define the node's classes (as
-        :meth:`_node_columns`)."""
+        """The (quasi-identifier, level) pairs whose codes define the node's classes."""
         plan = self.plan
         return tuple(
             (j, lvl) for j, lvl in enumerate(node) if lvl is not None and plan.card.get((j, lvl), 1) > 1
