@@ -250,6 +250,11 @@ def _guess_numeric(spec: dict | None) -> bool:
     return bool(spec) and "interval" in spec
 
 
+def code_name(key: tuple[int, int]) -> str:
+    """The coded table's column for (quasi-identifier, level): its code at that level."""
+    return f"c_{key[0]}_{key[1]}"
+
+
 #: The coded table's level codes are 4-byte INTEGERs below this many source records (every code is
 #: below its column's distinct values), else BIGINT (templates/search/coded.sql.j2).
 INT_CODES_BELOW = 2**31 - 1
@@ -285,7 +290,7 @@ def prepare(be: Backend, policy: Policy) -> Plan:
     for j, h in enumerate(hierarchies):
         levels = []
         for lvl in range(h.height):  # the top level is the constant '*': no code needed
-            code_alias[(j, lvl)] = ident(f"c_{j}_{lvl}")
+            code_alias[(j, lvl)] = ident(code_name((j, lvl)))
             levels.append({"alias": code_alias[(j, lvl)], "expr": h.sql(lvl, base.q_aliases[j])})
         pred = preds.get(j) if flag_in_coded else None
         if pred is not None:
