@@ -79,3 +79,19 @@ def test_a_hostile_identifier_stays_one_identifier(dialect: str) -> None:
 def test_a_hole_refuses_anything_but_a_count_a_name_or_a_relation(value: object) -> None:
     with pytest.raises(SqlanonError, match="a hole holds a count"):
         Hole(value)  # type: ignore[arg-type]
+
+
+def test_a_hole_shared_by_two_places_is_bound_in_each() -> None:
+    """A branch whose context holds one Hole object in two places is rendered rather than bound
+    from the signature cache (whose paths could not tell the places apart); a later branch of the
+    same signature with two holes gets each its own value."""
+    src = Relation("sqlanon_coded_x_3")
+    shared = Hole(3)
+    twice = [{"code": Hole("a"), "weight": shared}, {"code": Hole("b"), "weight": shared}]
+    apart = [{"code": Hole("a"), "weight": Hole(3)}, {"code": Hole("b"), "weight": Hole(5)}]
+    texts = []
+    for terms in (twice, apart, twice):
+        branch = {"gid": Hole(0), "terms": terms, "wide": False, "source": Hole(src)}
+        texts.append(to_sql("search/evaluate_keys", "duckdb", branches=[branch], any_check=CHECK))
+    assert '"a" * 3 + "b" * 3 AS k' in texts[0] and texts[0] == texts[2]
+    assert '"a" * 3 + "b" * 5 AS k' in texts[1]

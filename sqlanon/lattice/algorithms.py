@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
 
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator, Source, relaxed_k
@@ -170,39 +171,34 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
     logc = [
         [math.log(plan.card.get((j, lvl), 1) or 1) for lvl in range(h + 1)] for j, h in enumerate(heights)
     ]
-    keyed: list[tuple[int, float, Node]] = [(0, 0.0, ())]
+    # ARX's FLASHStrategy order, taken once pruning rules out most of the lattice (below): a
+    # node's summed precision and summed share of distinct values kept, built the same way.
+    arx_prec = [[lvl / h if h else 0.0 for lvl in range(h + 1)] for h in heights]
+    arx_kept = [
+        [plan.card.get((j, lvl), 1) / max(plan.card.get((j, 0), 1), 1) for lvl in range(h + 1)]
+        for j, h in enumerate(heights)
+    ]
+    keyed: list[tuple[int, float, float, float, Node]] = [(0, 0.0, 0.0, 0.0, ())]
     for j, h in enumerate(heights):
-        keyed = [(hh + lvl, c + logc[j][lvl], n + (lvl,)) for hh, c, n in keyed for lvl in range(h + 1)]
-    classes = {n: c for _, c, n in keyed}
-    keyed.sort()
-    universe = sorted((n for _, _, n in keyed), key=lambda n: (sum(n), n))
+        lc, pr, kp = logc[j], arx_prec[j], arx_kept[j]
+        keyed = [
+            (hh + lvl, c + lc[lvl], p + pr[lvl], q + kp[lvl], n + (lvl,))
+            for hh, c, p, q, n in keyed
+            for lvl in range(h + 1)
+        ]
+    classes = {n: c for _, c, _, _, n in keyed}
+    arx_keys = {n: (p, -q) for _, _, p, q, n in keyed}
+    universe = [t[4] for t in sorted(keyed, key=itemgetter(0, 4))]
+    keyed.sort(key=itemgetter(0, 1, 4))
     total = len(universe)
     if not plan.monotone and size_k <= 1:
         # The relaxation (classes of at least one record) holds at every node: each is let through
         # without a query, and the full policy is evaluated on them at the end.
         status.update(dict.fromkeys(universe, True))
 
-    # ARX's FLASHStrategy order, taken once pruning rules out most of the lattice (below).
-    arx_prec = [[lvl / h if h else 0.0 for lvl in range(h + 1)] for h in heights]
-    arx_kept = [
-        [plan.card.get((j, lvl), 1) / max(plan.card.get((j, 0), 1), 1) for lvl in range(h + 1)]
-        for j, h in enumerate(heights)
-    ]
     arx = False
     sample = universe[:: max(1, total // ARX_ORDER_SAMPLE)]
-
-    arx_keys: dict[Node, tuple[float, float]] = {}
-
-    def arx_key(x: Node) -> tuple[float, float]:
-        # Memoised: the walk re-sorts queues and paths by it (Adult with 5 %: ~21,000 calls for
-        # ~6,000 distinct nodes).
-        key = arx_keys.get(x)
-        if key is None:
-            key = arx_keys[x] = (
-                sum(arx_prec[j][lvl] for j, lvl in enumerate(x)),  # type: ignore[index]
-                -sum(arx_kept[j][lvl] for j, lvl in enumerate(x)),  # type: ignore[index]
-            )
-        return key
+    arx_key = arx_keys.__getitem__
 
     def start_key(x: Node) -> tuple[int, float, float, Node]:
         return (sum(x), *arx_key(x), x) if arx else (sum(x), classes[x], 0.0, x)  # type: ignore[arg-type]
@@ -262,7 +258,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
                             heapq.heappush(queue, (start_key(y), y))
                     lo = mid + 1
 
-    starts = iter([n for _, _, n in keyed])
+    starts = iter([t[4] for t in keyed])
     best_seen: float | None = None
     lanes: list[tuple[Iterator[Node], Node]] = []
 
