@@ -1,10 +1,14 @@
-"""Compiled shapes (sqlanon.sql.compile.Hole): a statement whose values are holes is parsed and
+"""Compiled shapes (sqlanon.sql.shapes): a statement whose values are holes is parsed and
 generated once per shape, and each later statement of the same shape is the cached text with its
 values put in. These tests hold the bound text against the text the whole-tree path generates from
-the same values, and check that a hostile identifier stays one quoted identifier."""
+the same values (equal but for one alias sqlglot adds on T-SQL), check that a hostile identifier
+stays one quoted identifier, and that a shape whose placeholder is not a token of its own, or a
+hole of the wrong kind, is refused."""
 
 from __future__ import annotations
 
+import enum
+import re
 from unittest import mock
 
 import pytest
@@ -14,7 +18,8 @@ from sqlglot import exp
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql import compile as compile_mod
-from sqlanon.sql.compile import Hole, parse_one_statement, to_sql
+from sqlanon.sql import shapes
+from sqlanon.sql.compile import TEMPLATES_DIR, Hole, generate, parse_one_statement, to_sql
 
 DIALECTS = ["duckdb", "postgres", "tsql", "spark"]
 CHECK = compile_mod.Sql("c.n < 5")
@@ -75,7 +80,16 @@ def test_a_hostile_identifier_stays_one_identifier(dialect: str) -> None:
     assert not list(tree.find_all(exp.Drop))
 
 
-@pytest.mark.parametrize("value", [-1, True, 1.5, None, b"x"])
+class Flag(enum.IntEnum):
+    FIRST = 0
+
+
+class Sneaky(int):
+    def __str__(self) -> str:
+        return "1; DROP TABLE victim; --"
+
+
+@pytest.mark.parametrize("value", [-1, True, 1.5, None, b"x", Flag.FIRST, Sneaky(0), compile_mod.Sql("x")])
 def test_a_hole_refuses_anything_but_a_count_a_name_or_a_relation(value: object) -> None:
     with pytest.raises(SqlanonError, match="a hole holds a count"):
         Hole(value)  # type: ignore[arg-type]
@@ -95,3 +109,48 @@ def test_a_hole_shared_by_two_places_is_bound_in_each() -> None:
         texts.append(to_sql("search/evaluate_keys", "duckdb", branches=[branch], any_check=CHECK))
     assert '"a" * 3 + "b" * 3 AS k' in texts[0] and texts[0] == texts[2]
     assert '"a" * 3 + "b" * 5 AS k' in texts[1]
+
+
+def test_a_hole_of_the_wrong_kind_is_refused_even_when_its_shape_is_cached() -> None:
+    """The branch cache keys on each hole's kind: a relation where an identifier goes is refused
+    by the ident filter, also after a well-typed branch of the same shape was bound."""
+    src = Relation("sqlanon_coded_x_4")
+    good = {
+        "gid": Hole(0),
+        "terms": [{"code": Hole("a"), "weight": Hole(1)}],
+        "wide": False,
+        "source": Hole(src),
+    }
+    to_sql("search/evaluate_keys", "duckdb", branches=[good], any_check=CHECK)
+    bad = dict(good, terms=[{"code": Hole(Relation("other")), "weight": Hole(1)}], source=Hole(5))
+    with pytest.raises(SqlanonError, match="ident filter expects an identifier"):
+        to_sql("search/evaluate_keys", "duckdb", branches=[bad], any_check=CHECK)
+
+
+def test_a_template_cannot_test_a_hole() -> None:
+    with pytest.raises(SqlanonError, match="tested a hole"):
+        bool(Hole(1))
+    for path in TEMPLATES_DIR.rglob("*.sql.j2"):
+        assert not re.search(r"\._value\b", path.read_text(encoding="utf-8")), path
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"SELECT 1 AS x /* {shapes.TAG}0_ */ FROM t",  # a hole's text would escape the comment
+        f"SELECT {shapes.TAG}0_0 AS x FROM t",  # the digit after it would be lost
+        f'SELECT "a{shapes.TAG}0_" AS x FROM t',  # inside a quoted identifier
+        f"SELECT {shapes.TAG}0_(1) AS x FROM t",  # a call
+    ],
+)
+def test_a_placeholder_that_is_not_a_token_of_its_own_is_refused(text: str) -> None:
+    tree = parse_one_statement(text, "select")
+    with pytest.raises(SqlanonError, match="internal"):
+        shapes.split(tree, generate(tree.copy(), "duckdb"), 1, "duckdb")
+
+
+def test_a_union_all_branch_is_one_plain_select() -> None:
+    with pytest.raises(SqlanonError, match="plain SELECT"):
+        parse_one_statement("SELECT 1 AS g ORDER BY 1 LIMIT 1", "branch")
+    with pytest.raises(SqlanonError, match="union_all of no"):
+        to_sql("search/evaluate_keys", "duckdb", branches=[], any_check=CHECK)

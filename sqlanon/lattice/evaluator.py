@@ -246,8 +246,9 @@ class Evaluator:
 
     def _batch_keys(self, parts: list[tuple[Source, list[Node]]]) -> bool:
         """Class sizes only, on a :data:`KEYED` engine: one branch per source and set of code
-        columns, its classes numbered by one BIGINT key (templates/search/evaluate_keys.sql.j2).
-        False (nothing run) where a key's radix product would not fit below :data:`CID_RADIX_MAX`."""
+        columns, its classes numbered by one integer key (templates/search/evaluate_keys.sql.j2,
+        each branch a compiled shape: templates/search/_key_branch.sql.j2). False (nothing run)
+        where a key's radix product would not fit below :data:`CID_RADIX_MAX`."""
         plan = self.plan
         branches: dict[tuple[int, tuple[tuple[int, int], ...]], list[Node]] = {}
         sources: dict[int, Source] = {}
