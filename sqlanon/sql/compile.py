@@ -26,7 +26,7 @@ from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql import builders
 from sqlanon.sql.base import CANONICAL, Sql, ident, lit
-from sqlanon.sql.shapes import STATE, Hole, Render, Splice, at, bind, placeholder, signature, split
+from sqlanon.sql.shapes import STATE, Hole, Render, Splice, at, bind, placeholder, signature, split, text_of
 
 __all__ = ["CANONICAL", "Hole", "Sql", "ident", "lit", "to_sql", "render", "find_template"]
 
@@ -58,7 +58,7 @@ def _placeholder(item: Hole | Splice) -> Markup:
     state = STATE.get()
     if state is None or state.items is None:  # the whole tree is rendered: values in place
         if isinstance(item, Hole):
-            return Markup(item.text(CANONICAL))
+            return Markup(text_of(item, CANONICAL))
         lookup = CANONICAL if state is None else state.dialect
         texts = []
         for ctx in item.items:
@@ -87,7 +87,7 @@ def _finalize(value: object) -> object:
 
 def _filter_ident(value: object) -> Sql | Markup:
     if isinstance(value, Hole):
-        if value.kind is not str:
+        if value.kind != "str":
             raise SqlanonError(f"ident filter expects an identifier, got {value!r}")
         return _placeholder(value)
     return ident(str(value))
@@ -95,7 +95,7 @@ def _filter_ident(value: object) -> Sql | Markup:
 
 def _filter_rel(value: object) -> Sql | Markup:
     if isinstance(value, Hole):
-        if value.kind is not Relation:
+        if value.kind != "Relation":
             raise SqlanonError(f"rel filter expects a Relation, got {value!r}")
         return _placeholder(value)
     if isinstance(value, Relation):
@@ -104,6 +104,9 @@ def _filter_rel(value: object) -> Sql | Markup:
 
 
 def _filter_idents(values: Iterable[object]) -> Sql:
+    values = list(values)
+    if any(isinstance(v, Hole) for v in values):
+        raise SqlanonError("idents filter takes names, not holes")
     return Sql(", ".join(ident(str(v)) for v in values))
 
 
@@ -306,12 +309,12 @@ def to_sql(
     text = _rendered(name, dialect, context, items)
     if not items:
         return generate(parse_one_statement(text, kind), dialect)
-    parts = _shape(text, kind, dialect, len(items))
+    parts = _shape(text, kind, dialect, _kinds(items))
     out = [str(parts[0])]
     for i in range(1, len(parts), 3):
         prefix, item = str(parts[i]), items[int(parts[i + 1])]
         if isinstance(item, Hole):
-            out += [prefix, item.text(dialect)]
+            out += [prefix, text_of(item, dialect)]
         elif not prefix:
             raise SqlanonError(f"internal: a union_all site of {name!r} lost its SELECT on {dialect}")
         else:
@@ -328,13 +331,17 @@ def _rendered(name: str, dialect: str, context: Mapping[str, object], items: lis
         STATE.reset(token)
 
 
+def _kinds(items: list[Hole | Splice]) -> tuple[str, ...]:
+    return tuple("splice" if isinstance(it, Splice) else it.kind for it in items)
+
+
 @lru_cache(maxsize=1024)
-def _shape(text: str, kind: str, dialect: str, count: int) -> tuple[str | int, ...]:
-    """A statement rendered with ``count`` placeholders, parsed, guarded and generated once, and
+def _shape(text: str, kind: str, dialect: str, kinds: tuple[str, ...]) -> tuple[str | int, ...]:
+    """A statement rendered with a placeholder per ``kinds``, parsed, guarded and generated once, and
     split at each placeholder (:func:`sqlanon.sql.shapes.split`). Generating a search batch cost
     ~2.5 ms, most of it the parse; a shape seen before costs a lookup and a join."""
     tree = parse_one_statement(text, kind)
-    return split(tree, generate(tree.copy(), dialect), count, dialect)
+    return split(tree, generate(tree.copy(), dialect), kinds, dialect)
 
 
 #: A union_all branch's shape by its context's signature: (its parts, each placeholder's path in
@@ -358,7 +365,7 @@ def _branch_sql(name: str, dialect: str, context: Mapping[str, object]) -> str:
         holes = [h for h in items if isinstance(h, Hole)]
         if len(holes) != len(items):
             raise SqlanonError(f"internal: a union_all branch of {name!r} holds a union_all")
-        parts = _shape(text, "branch", dialect, len(holes))
+        parts = _shape(text, "branch", dialect, _kinds(holes))  # type: ignore[arg-type]
         if key is None or len(paths) != len(holes) or any(id(h) not in paths for h in holes):
             return bind(parts, holes, dialect)
         hit = _BRANCHES[key] = (parts, [paths[id(h)] for h in holes])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import weakref
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,30 +34,36 @@ __all__ = ["Hole"]
 class Hole:
     """A value a statement's compiled shape leaves open: a non-negative ``int``, an identifier
     (a ``str``) or a :class:`Relation`, of exactly these types (a subclass could print as
-    anything). Its value is not visible to templates: they place a hole, never test it, so
+    anything). Templates place a hole and never see its value: it is kept outside the object
+    (:data:`_VALUES`), a hole prints as its kind alone and refuses ``str()`` and ``bool()``, so
     statements of one shape render the same text whatever their holes hold."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("__weakref__", "kind")
 
     def __init__(self, value: int | str | Relation) -> None:
         kind = type(value)
         if not ((kind is int and value >= 0) or kind is str or kind is Relation):  # type: ignore[operator]
             raise SqlanonError(f"a hole holds a count, an identifier or a relation, got {value!r}")
-        self._value = value
-
-    @property
-    def kind(self) -> type:
-        return type(self._value)
-
-    def text(self, dialect: str) -> str:
-        """The hole's value as one token of ``dialect``."""
-        return hole_text(self._value, dialect)
+        self.kind = kind.__name__  # what a signature and a shape know of a hole
+        _VALUES[self] = value
 
     def __bool__(self) -> bool:
         raise SqlanonError("internal: a template tested a hole, whose value is not part of its shape")
 
+    def __str__(self) -> str:
+        raise SqlanonError("internal: a hole was printed outside a placeholder")
+
     def __repr__(self) -> str:
-        return f"Hole({self._value!r})"
+        return f"Hole({self.kind})"
+
+
+#: Each live hole's value, out of templates' reach.
+_VALUES: weakref.WeakKeyDictionary[Hole, int | str | Relation] = weakref.WeakKeyDictionary()
+
+
+def text_of(hole: Hole, dialect: str) -> str:
+    """The hole's value as one token of ``dialect``."""
+    return hole_text(_VALUES[hole], dialect)
 
 
 @lru_cache(maxsize=4096, typed=True)
@@ -91,9 +98,11 @@ STATE: ContextVar[Render | None] = ContextVar("sqlanon_render", default=None)
 #: Placeholder names cannot meet a user's identifier (a random tag per process).
 TAG = f"sqlanon_h{secrets.token_hex(4)}_"
 _PLACE = re.compile(rf"(SELECT \* FROM )?{TAG}(\d+)_")
-#: What may not touch a placeholder (nor an opening parenthesis follow it, a call): it must stay
-#: one token, whatever replaces it.
-_GLUE = re.compile(r"[\w$\"'`\[\]]")
+_NAME = re.compile(rf"{TAG}(\d+)_")
+#: What may stand next to a placeholder in generated text (seen on the four dialects): it stays
+#: one token whatever replaces it.
+_BEFORE = frozenset(" \n\t(,.-")
+_AFTER = frozenset(" \n\t),.;")
 
 
 def placeholder(index: int, splice: bool) -> str:
@@ -101,32 +110,81 @@ def placeholder(index: int, splice: bool) -> str:
     return f"SELECT * FROM {name}" if splice else name
 
 
-def split(tree: exp.Expression, generated: str, count: int, dialect: str) -> tuple[str | int, ...]:
-    """``generated`` (the SQL of ``tree``, parsed from a text with ``count`` placeholders) split at
-    each placeholder: (text, prefix, index, text, prefix, index, ..., text), the prefix being the
-    ``SELECT * FROM`` a union_all site stands in (empty before a hole). Refuses a placeholder in a
-    comment (sqlglot defuses a comment's text when it generates it, not a hole's text put in
-    later), glued to a neighbouring identifier character or quote, lost or duplicated."""
-    for node in tree.walk():
-        if any(TAG in c for c in node.comments or []):
-            raise SqlanonError(f"internal: a compiled shape has a placeholder in a comment ({dialect})")
+def split(
+    tree: exp.Expression, generated: str, kinds: tuple[str, ...], dialect: str
+) -> tuple[str | int, ...]:
+    """``generated`` (the SQL of ``tree``, parsed from a text with one placeholder per entry of
+    ``kinds``: a hole's kind, or ``splice``) split at each placeholder: (text, prefix, index, text,
+    prefix, index, ..., text), the prefix being the ``SELECT * FROM`` a union_all site stands in
+    (empty before a hole). Only this shape is ever parsed, so it must show that every bound text
+    keeps its structure (:func:`check_tree`), and each placeholder must be one token of the
+    generated text, between characters that keep it one (:data:`_BEFORE`, :data:`_AFTER`)."""
+    check_tree(tree, kinds)
     parts = _PLACE.split(generated)
     out: list[str | int] = [parts[0]]
     for i in range(1, len(parts), 3):
         prefix, index, after = parts[i] or "", int(parts[i + 1]), parts[i + 2]
         before = str(out[-1])
-        if (
-            (not prefix and _GLUE.match(before[-1:] or " "))
-            or _GLUE.match(after[:1] or " ")
-            or after[:1] == "("
-        ):
+        glued = not prefix and before and (before[-1] not in _BEFORE or before.endswith("--"))
+        if glued or (after and after[0] not in _AFTER):
             raise SqlanonError(
-                f"internal: a placeholder of a compiled shape is not a token of its own ({dialect})"
+                f"internal: a compiled shape's placeholder is not a token of its own ({dialect})"
             )
+        if bool(prefix) != (index < len(kinds) and kinds[index] == "splice"):
+            raise SqlanonError(f"internal: a union_all site of a compiled shape moved ({dialect})")
         out += [prefix, index, after]
-    if sorted(int(x) for x in out[2::3]) != list(range(count)) or generated.count(TAG) != count:
+    if sorted(int(x) for x in out[2::3]) != list(range(len(kinds))) or generated.count(TAG) != len(kinds):
         raise SqlanonError(f"internal: {dialect} did not keep every placeholder of a compiled shape once")
     return tuple(out)
+
+
+def check_tree(tree: exp.Expression, kinds: tuple[str, ...]) -> None:
+    """Every placeholder of a parsed shape is the whole name of an unquoted identifier, once, in a
+    place its kind may take: a count an unqualified column (a number then), a relation the name of
+    an unqualified table, a union_all site the only table of ``(SELECT * FROM site)``, an
+    identifier any identifier's place. Nowhere else (a string, a quoted name, a comment) may one
+    appear: a value put in there could end the string and start a statement."""
+    seen: list[int] = []
+    for node in tree.walk():
+        if any(TAG in c for c in node.comments or []):
+            raise SqlanonError("internal: a compiled shape has a placeholder in a comment")
+        for key, arg in node.args.items():
+            if not isinstance(arg, str) or TAG not in arg:
+                continue
+            match = _NAME.fullmatch(arg)
+            if not (isinstance(node, exp.Identifier) and key == "this" and not node.quoted and match):
+                raise SqlanonError("internal: a compiled shape has a placeholder inside a name or string")
+            index = int(match.group(1))
+            if index >= len(kinds) or not _fits(node, kinds[index]):
+                raise SqlanonError("internal: a compiled shape has a placeholder where its kind cannot go")
+            seen.append(index)
+    if sorted(seen) != list(range(len(kinds))):
+        raise SqlanonError("internal: a compiled shape does not hold each placeholder once")
+
+
+def _fits(ident: exp.Identifier, kind: str) -> bool:
+    parent = ident.parent
+    if kind == "str":
+        return True
+    if kind == "int":
+        return isinstance(parent, exp.Column) and ident.arg_key == "this" and not parent.args.get("table")
+    if not (isinstance(parent, exp.Table) and ident.arg_key == "this"):
+        return False
+    if any(parent.args.get(a) for a in ("db", "catalog")):
+        return False
+    if kind == "Relation":
+        return True
+    # A union_all site: (SELECT * FROM site), and nothing else in that SELECT.
+    select = parent.parent.parent if isinstance(parent.parent, exp.From) else None
+    return (
+        isinstance(select, exp.Select)
+        and isinstance(select.parent, exp.Subquery)
+        and len(select.expressions) == 1
+        and isinstance(select.expressions[0], exp.Star)
+        and not parent.args.get("alias")
+        and all(k in ("expressions", "from_") for k, v in select.args.items() if v)
+        and kind == "splice"
+    )
 
 
 def signature(value: object, path: tuple, paths: dict[int, tuple]) -> object:
@@ -163,5 +221,5 @@ def bind(parts: tuple[str | int, ...], holes: list[Hole], dialect: str) -> str:
     """A shape's text with each placeholder replaced by its hole's text."""
     out = [str(parts[0])]
     for i in range(1, len(parts), 3):
-        out += [str(parts[i]), holes[int(parts[i + 1])].text(dialect), str(parts[i + 2])]
+        out += [str(parts[i]), text_of(holes[int(parts[i + 1])], dialect), str(parts[i + 2])]
     return "".join(out)
