@@ -18,6 +18,12 @@ class Relation:
     schema: str | None = None
     catalog: str | None = None
 
+    def __post_init__(self) -> None:
+        # sqlglot prints a table with a catalog and no schema as "catalog"."name", which every
+        # engine reads as schema.name: another relation than the one meant.
+        if self.catalog and not self.schema:
+            raise SqlanonError(f"relation {self.name!r}: a catalog needs a schema (catalog.schema.name)")
+
     @classmethod
     def parse(cls, text: str, *, what: str = "relation") -> Relation:
         """Parse ``main.patients`` or ``"my schema"."odd;name"`` (DuckDB quoting rules).
@@ -41,6 +47,8 @@ class Relation:
     def from_parts(cls, parts: dict, *, what: str = "relation") -> Relation:
         if "name" not in parts:
             raise SqlanonError(f"{what}: a relation mapping needs a 'name' key")
+        if parts.get("catalog") and not parts.get("schema"):
+            raise SqlanonError(f"{what}: a catalog needs a schema (catalog.schema.name)")
         return cls(name=str(parts["name"]), schema=parts.get("schema"), catalog=parts.get("catalog"))
 
     def table(self) -> exp.Table:

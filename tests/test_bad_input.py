@@ -154,6 +154,14 @@ def test_target_equal_to_source_is_refused(patients, tmp_path):  # noqa: ANN001
     _fails(patients, tmp_path, pol, "target", "is the source", command="anonymise")
 
 
+@pytest.mark.parametrize("key", ["source", "target"])
+def test_a_catalog_without_a_schema_is_refused(patients, tmp_path, key):  # noqa: ANN001
+    """sqlglot would print it as "catalog"."name", read as schema.name: another relation."""
+    pol = _pol()
+    pol[key] = {"name": "patients", "catalog": "main"}
+    _fails(patients, tmp_path, pol, key, "a catalog needs a schema", command="anonymise")
+
+
 def test_unknown_dialect_and_bad_levels(tmp_path):  # noqa: ANN001
     path = write_policy(tmp_path, _pol())
     code, _, err = cli("compile", str(path), "--dialect", "nosuchsql", "--levels", "Age=0")
