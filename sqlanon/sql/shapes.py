@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 
+import sqlglot
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
@@ -117,21 +118,38 @@ def split(
     ``kinds``: a hole's kind, or ``splice``) split at each placeholder: (text, prefix, index, text,
     prefix, index, ..., text), the prefix being the ``SELECT * FROM`` a union_all site stands in
     (empty before a hole). Only this shape is ever parsed, so it must show that every bound text
-    keeps its structure (:func:`check_tree`), and each placeholder must be one token of the
-    generated text, between characters that keep it one (:data:`_BEFORE`, :data:`_AFTER`)."""
+    keeps its structure: :func:`check_tree` holds both the canonical tree and ``generated`` read
+    back in ``dialect`` (a dialect's rewrite may put a placeholder in a string: T-SQL's
+    ``EXEC('...')``, DuckDB's ``INTERVAL '...'``), and each placeholder must be one token of the
+    generated text, between characters that keep it one (:data:`_BEFORE`, :data:`_AFTER`; no
+    ``.`` beside a count, which would make it a decimal)."""
     check_tree(tree, kinds)
+    try:
+        reread = [t for t in sqlglot.parse(generated, read=dialect) if t is not None]
+    except sqlglot.errors.SqlglotError:
+        reread = []
+    if len(reread) != 1:
+        raise SqlanonError(f"internal: a compiled shape does not read back as one statement ({dialect})")
+    check_tree(reread[0], kinds)
     parts = _PLACE.split(generated)
     out: list[str | int] = [parts[0]]
     for i in range(1, len(parts), 3):
         prefix, index, after = parts[i] or "", int(parts[i + 1]), parts[i + 2]
+        kind = kinds[index] if index < len(kinds) else ""
+        if prefix and kind != "splice":  # SELECT * FROM a relation or name: text, not a site
+            out[-1] = str(out[-1]) + prefix
+            prefix = ""
         before = str(out[-1])
-        glued = not prefix and before and (before[-1] not in _BEFORE or before.endswith("--"))
-        if glued or (after and after[0] not in _AFTER):
+        near = {before[-1:], after[:1]} - {""}
+        glued = (
+            (not prefix and before and (before[-1] not in _BEFORE or before.endswith("--")))
+            or (after and after[0] not in _AFTER)
+            or (kind == "int" and "." in near)
+        )
+        if glued or (kind == "splice") != bool(prefix):
             raise SqlanonError(
                 f"internal: a compiled shape's placeholder is not a token of its own ({dialect})"
             )
-        if bool(prefix) != (index < len(kinds) and kinds[index] == "splice"):
-            raise SqlanonError(f"internal: a union_all site of a compiled shape moved ({dialect})")
         out += [prefix, index, after]
     if sorted(int(x) for x in out[2::3]) != list(range(len(kinds))) or generated.count(TAG) != len(kinds):
         raise SqlanonError(f"internal: {dialect} did not keep every placeholder of a compiled shape once")
@@ -174,14 +192,15 @@ def _fits(ident: exp.Identifier, kind: str) -> bool:
         return False
     if kind == "Relation":
         return True
-    # A union_all site: (SELECT * FROM site), and nothing else in that SELECT.
+    # A union_all site: (SELECT * FROM site), and nothing else in that SELECT or on that table (a
+    # sample, a pivot, an alias would apply to the last branch alone).
     select = parent.parent.parent if isinstance(parent.parent, exp.From) else None
     return (
         isinstance(select, exp.Select)
         and isinstance(select.parent, exp.Subquery)
         and len(select.expressions) == 1
         and isinstance(select.expressions[0], exp.Star)
-        and not parent.args.get("alias")
+        and all(k == "this" for k, v in parent.args.items() if v)
         and all(k in ("expressions", "from_") for k, v in select.args.items() if v)
         and kind == "splice"
     )
