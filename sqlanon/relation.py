@@ -47,9 +47,10 @@ class Relation:
     def from_parts(cls, parts: dict, *, what: str = "relation") -> Relation:
         if "name" not in parts:
             raise SqlanonError(f"{what}: a relation mapping needs a 'name' key")
-        if parts.get("catalog") and not parts.get("schema"):
-            raise SqlanonError(f"{what}: a catalog needs a schema (catalog.schema.name)")
-        return cls(name=str(parts["name"]), schema=parts.get("schema"), catalog=parts.get("catalog"))
+        try:
+            return cls(name=str(parts["name"]), schema=parts.get("schema"), catalog=parts.get("catalog"))
+        except SqlanonError as e:  # __post_init__'s refusal, with the key it came from
+            raise SqlanonError(f"{what}: {e}") from None
 
     def table(self) -> exp.Table:
         return exp.table_(

@@ -310,17 +310,11 @@ def to_sql(
     if not items:
         return generate(parse_one_statement(text, kind), dialect)
     parts = _shape(text, kind, dialect, _kinds(items))
-    out = [str(parts[0])]
-    for i in range(1, len(parts), 3):
-        prefix, item = str(parts[i]), items[int(parts[i + 1])]
-        if isinstance(item, Hole):
-            out += [prefix, text_of(item, dialect)]
-        elif not prefix:
-            raise SqlanonError(f"internal: a union_all site of {name!r} lost its SELECT on {dialect}")
-        else:
-            out.append(" UNION ALL ".join(_branch_sql(item.template, dialect, ctx) for ctx in item.items))
-        out.append(str(parts[i + 2]))
-    return "".join(out)
+
+    def branches(site: Splice) -> str:
+        return " UNION ALL ".join(_branch_sql(site.template, dialect, ctx) for ctx in site.items)
+
+    return bind(parts, items, dialect, branches)
 
 
 def _rendered(name: str, dialect: str, context: Mapping[str, object], items: list | None) -> str:

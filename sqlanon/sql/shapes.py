@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import secrets
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
@@ -238,9 +238,22 @@ def at(context: object, path: tuple) -> Hole:
     return context
 
 
-def bind(parts: tuple[str | int, ...], holes: list[Hole], dialect: str) -> str:
-    """A shape's text with each placeholder replaced by its hole's text."""
+def bind(
+    parts: tuple[str | int, ...],
+    items: list[Hole] | list[Hole | Splice],
+    dialect: str,
+    splice: Callable[[Splice], str] | None = None,
+) -> str:
+    """A shape's text with each placeholder replaced by its hole's text, and each union_all site
+    (with the ``SELECT * FROM`` it stands in, :func:`split`) by ``splice`` of it."""
     out = [str(parts[0])]
     for i in range(1, len(parts), 3):
-        out += [str(parts[i]), text_of(holes[int(parts[i + 1])], dialect), str(parts[i + 2])]
+        item = items[int(parts[i + 1])]
+        if isinstance(item, Splice):
+            if splice is None:
+                raise SqlanonError("internal: a union_all site with nothing to fill it")
+            out.append(splice(item))
+        else:
+            out += [str(parts[i]), text_of(item, dialect)]
+        out.append(str(parts[i + 2]))
     return "".join(out)
