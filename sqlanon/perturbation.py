@@ -21,11 +21,11 @@ NUMERIC_METHODS = ("noise", "k-noise", "microaggregate")
 
 #: The keys each method takes, and which of them are required.
 _KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "noise": (("method", "distribution", "scale"), ("scale",)),
-    "k-noise": (("method", "k"), ("k",)),
+    "noise": (("method", "distribution", "scale", "round"), ("scale",)),
+    "k-noise": (("method", "k", "round"), ("k",)),
     "pram": (("method", "retain"), ("retain",)),
     "k-pram": (("method", "k", "retain", "width", "start"), ()),
-    "microaggregate": (("method", "k"), ("k",)),
+    "microaggregate": (("method", "k", "round"), ("k",)),
     "swap": (("method", "p"), ("p",)),
 }
 
@@ -45,6 +45,10 @@ class Perturbation:
     p: float | None = None
     width: float | None = None  # k-PRAM's equal-width groups (seed 003 section 2.3)
     start: float | None = None  # where the first equal-width group starts (default: the minimum)
+    #: Publish the computed value rounded to a multiple of this step (``round: 1``: whole numbers).
+    #: An integer column is always published as whole numbers (step 1 unless given): the noise's
+    #: finite resolution, added to a whole number, would otherwise tell which whole numbers fit.
+    round: float | None = None
 
     def describe(self) -> str:
         if self.method == "noise":
@@ -116,6 +120,9 @@ def parse_perturbation(key: str, spec: Any, role: str) -> Perturbation:
     if "start" in spec and width is None:
         raise _fail(f"{key}.start", "start only applies with width")
     start = _num(f"{key}.start", spec["start"], lo=-math.inf) if "start" in spec else None
+    step = _num(f"{key}.round", spec["round"], lo=0) if "round" in spec else None
+    if step is not None and step <= 0:
+        raise _fail(f"{key}.round", f"must be > 0 (the step values are rounded to), got {spec['round']!r}")
     return Perturbation(
         method=method,
         distribution=distribution,
@@ -125,11 +132,27 @@ def parse_perturbation(key: str, spec: Any, role: str) -> Perturbation:
         p=p,
         width=width,
         start=start,
+        round=step,
     )
 
 
-def parse_seed(value: Any) -> int:
-    """The policy's ``seed``: a whole number (all randomness derives from it and the row key)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
-        raise _fail("seed", f"expected a whole number between 0 and 2^63 - 1, got {value!r}")
+def refuse_seed() -> None:
+    """A policy's ``seed`` is refused: whoever reads the policy (or a view's definition) would hold
+    the randomness and could recompute every record's noise. The randomness comes from the secret
+    key ``SQLANON_PERTURB_KEY`` instead (:mod:`sqlanon.sql.secrets`)."""
+    raise _fail(
+        "seed",
+        "no longer accepted: a seed anyone can read lets them recompute the noise; perturbation "
+        "draws from the secret key in SQLANON_PERTURB_KEY (or SQLANON_PERTURB_KEY_FILE) instead",
+    )
+
+
+def parse_row_key(value: Any, names: list[str], perturbed: bool) -> str | None:
+    """The policy's ``key``: a declared column, used only by perturbation (its text is hashed)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in names:
+        raise _fail("key", f"{value!r} is not a declared column (the row key of perturbation)")
+    if not perturbed:
+        raise _fail("key", "no column is perturbed; the row key is only used by perturbation")
     return value

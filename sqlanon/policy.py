@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from sqlanon.errors import PolicyError, SqlanonError
-from sqlanon.perturbation import Perturbation, parse_perturbation, parse_seed
+from sqlanon.perturbation import Perturbation, parse_perturbation, parse_row_key, refuse_seed
 from sqlanon.relation import Relation
 
 ROLES = ("identifier", "quasi", "sensitive", "insensitive")
@@ -132,9 +132,9 @@ class Policy:
     population: Relation | None = None
     search: Search = Search()
     publish_as: str = "view"
+    publish_grant: tuple[Any, ...] = ()  # roles to grant the release (checked: sqlanon.publish)
     base_dir: Path = Path(".")
     label_column: str | None = None
-    seed: int = 0  # all perturbation randomness derives from it and the row key
     key: str | None = None  # the stable row key of perturbation (default: the whole row)
 
     @property
@@ -280,6 +280,8 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         data,
         ("source", "target", "population", "columns", "privacy", "search", "publish", "label", "seed", "key"),
     )
+    if "seed" in data:  # randomness from a secret key, never a seed anyone reading the policy has
+        refuse_seed()
     if "source" not in data:
         raise _fail("source", "missing; name the relation to read")
     source = _relation("source", data["source"])
@@ -328,8 +330,10 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         raise _fail("search.scope", f"expected one of {', '.join(SEARCH_SCOPES)}, got {scope!r}")
 
     publish_raw = _mapping("publish", data.get("publish") or {})
-    _known("publish", publish_raw, ("as",))
-    publish_as = publish_raw.get("as", "view")
+    _known("publish", publish_raw, ("as", "grant"))
+    # A release needing a secret key is a table by default (transform.release.check_hash_release).
+    needs_key = any(c.perturb is not None or (c.role == "identifier" and c.action == "hash") for c in columns)
+    publish_as = publish_raw.get("as", "table" if needs_key else "view")
     if publish_as not in PUBLISH_AS:
         raise _fail("publish.as", f"expected one of {', '.join(PUBLISH_AS)}, got {publish_as!r}")
 
@@ -348,21 +352,11 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         privacy=Privacy(k=k, l=l_req, t=t_req, suppression=suppression, suppression_mode=mode, risk=risk),
         search=Search(algorithm=algorithm, metric=metric, scope=scope),
         publish_as=publish_as,
+        publish_grant=tuple(g) if isinstance(g := publish_raw.get("grant") or [], list) else (g,),
         base_dir=Path(base_dir),
         label_column=str(label) if label is not None else None,
-        seed=parse_seed(data["seed"]) if data.get("seed") is not None else 0,
-        key=_row_key(data.get("key"), columns),
+        key=parse_row_key(data.get("key"), [c.name for c in columns], any(c.perturb for c in columns)),
     )
-
-
-def _row_key(value: Any, columns: tuple[ColumnSpec, ...]) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or value not in {c.name for c in columns}:
-        raise _fail("key", f"{value!r} is not a declared column (the row key of perturbation)")
-    if not any(c.perturb for c in columns):
-        raise _fail("key", "no column is perturbed; the row key is only used by perturbation")
-    return value
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -17,13 +17,19 @@ from sqlanon.engines import Backend
 from sqlanon.engines.catalog import (
     RelId,
     check_length,
+    companions,
     dependent_views,
     grants,
+    home_schema,
     identify,
     leftovers,
+    missing_roles,
     reads_relation,
     schema_exists,
+    view_options,
 )
+from sqlanon.engines.definer import Definer
+from sqlanon.engines.definer import drop as drop_definer
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import (
     Evaluator,
@@ -44,7 +50,7 @@ from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
 from sqlanon.transform.perturb import Perturbed, materialise, search_policy
-from sqlanon.transform.release import check_hash_release, release_context, release_sql
+from sqlanon.transform.release import check_hash_release, internal_prefix, release_context, release_sql
 
 
 def _drop(be: Backend, rel: Relation, kind: str) -> None:
@@ -115,6 +121,7 @@ def anonymise(
             "rows": plan.n_rows,
             "target": str(target) if target else None,
             "publish_as": kind,
+            "notes": notes(be.dialect, kind),
         }
     )
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
@@ -144,6 +151,45 @@ class Preflight:
     source: RelId
     target: RelId | None = None  # the existing target, if any
     grants: tuple[tuple[str, str, bool], ...] = ()
+    options: tuple[tuple[str, str], ...] = ()  # the existing view's options (security_barrier, ...)
+
+
+def notes(dialect: str, kind: str) -> list[str]:
+    """What the published form cannot hide (issue 32), for the output to say beside the result."""
+    out = []
+    if kind == "view":
+        out.append(
+            "a view is a new release at every read: rows added to the source later change what it "
+            "returns (and show when they came); publish a table (--as table) for a fixed snapshot"
+        )
+    if dialect == "duckdb":
+        out.append(
+            "a DuckDB file has no access control: whoever can open it reads the source and everything "
+            "else in it, not only the release; give readers a copy holding the release alone"
+        )
+    if dialect == "postgres":
+        out.append(
+            "PostgreSQL: any role that can connect still sees the source's name, column names and size "
+            "statistics (pg_class, pg_attribute, pg_stat_user_tables); grant readers the release only "
+            "(publish.grant), never the source"
+        )
+    return out
+
+
+def _check_grant(be: Backend, policy: Policy) -> None:
+    """publish.grant names roles of this database (refused before the search, not after it)."""
+    if not policy.publish_grant:
+        return
+    bad = [r for r in policy.publish_grant if not isinstance(r, str) or not r]
+    if bad:
+        raise SqlanonError(f"publish.grant: expected a list of role names, got {bad[0]!r}")
+    if be.dialect != "postgres":
+        raise SqlanonError(
+            f"publish.grant: {be.dialect} has no roles to grant a release to (PostgreSQL only)"
+        )
+    missing = missing_roles(be, list(policy.publish_grant))
+    if missing:
+        raise SqlanonError(f"publish.grant: no role {missing[0]!r} on this database; create it first")
 
 
 def preflight(be: Backend, policy: Policy, target: Relation | None, replace: bool) -> Preflight:
@@ -151,7 +197,8 @@ def preflight(be: Backend, policy: Policy, target: Relation | None, replace: boo
     every target that would modify a source or lose data: the source itself (in any spelling), the
     population, a relation the source or population reads (through views), an existing target
     without ``--replace``, one that other views read, a missing schema, a name the engine would
-    truncate."""
+    truncate, and a role of publish.grant that does not exist."""
+    _check_grant(be, policy)
     src = identify(be, policy.source, "source")
     if src is None:
         be.require_columns(policy.source, "source")  # the usual "not found" message
@@ -187,7 +234,7 @@ def preflight(be: Backend, policy: Policy, target: Relation | None, replace: boo
             f"{shown} is read by the view(s) {', '.join(views[:5])}; replacing it would change or break "
             "them: repoint or drop them first"
         )
-    return Preflight(src, tid, tuple(grants(be, tid)))
+    return Preflight(src, tid, tuple(grants(be, tid)), tuple(view_options(be, tid)))
 
 
 def _publish(
@@ -219,12 +266,28 @@ def _publish(
     if pre.target is not None:
         catalog = pre.target.db if be.dialect == "duckdb" else target.catalog
         home = Relation(target.name, pre.target.schema, catalog)
+    elif target.schema is None and home_schema(be) is not None:  # PostgreSQL: the user's own path
+        home = Relation(target.name, home_schema(be))
     staging = home.with_name(f"sqlanon_stage_{tag}")
     old = home.with_name(f"sqlanon_old_{tag}")
     ctx = release_context(policy, plan.hierarchies, node, src_cols, perturb, partition)
+    # PostgreSQL: a view a SELECT-only reader can query safely (sqlanon/engines/definer.py).
+    definer = None
+    if kind == "view" and be.dialect == "postgres":
+        qcol = internal_prefix(src_cols + [c.name for c in policy.columns]) + "query"
+        definer = Definer.named(str(staging.schema), tag, qcol)
+    readers = [("" if r.upper() == "PUBLIC" else r, "SELECT", False) for r in policy.publish_grant]
     with be.atomic() as commit:
-        be.execute(f"publish/create_{kind}", kind="create", target=staging, **ctx)
-        for grantee, privilege, grantable in pre.grants:
+        if definer is None:
+            be.execute(f"publish/create_{kind}", kind="create", target=staging, **ctx)
+        else:
+            definer.create(be, ctx)
+            be.execute(
+                "publish/create_definer_view", kind="create", target=staging, call=definer.call(), **ctx
+            )
+        for option, setting in pre.options if kind == "view" else ():
+            be.execute("publish/view_option", kind="alter", target=staging, option=Sql(option), value=setting)
+        for grantee, privilege, grantable in [*pre.grants, *readers]:
             be.execute(
                 "publish/grant",
                 kind="grant",
@@ -233,20 +296,26 @@ def _publish(
                 privilege=_privilege(privilege),
                 grantable=grantable,
             )
+            if definer is not None and privilege.upper() == "SELECT":
+                definer.grant(be, grantee)  # PostgreSQL checks EXECUTE as the reader, even in a view
         published = verify(
             plan, staging, node if partition is None else None, ctx if kind == "view" else None
         )
         # The swap: readers see the old target or the new one, never neither.
         existing = identify(be, target, "target")
+        gone = []
         if existing is not None:
             if not replace:
                 raise SqlanonError(f"target: {str(target)!r} appeared meanwhile; pass --replace")
             if pre.target is None or not existing.same(pre.target) or existing.oid != pre.target.oid:
                 raise SqlanonError(f"target: {str(target)!r} changed during the run; nothing published")
+            gone = companions(be, existing)  # the old view's function and row type, by dependency
             be.execute(f"publish/rename_{existing.kind}", kind="alter", source=target, new_name=old.name)
         be.execute(f"publish/rename_{kind}", kind="alter", source=staging, new_name=target.name)
         if existing is not None:
             _drop(be, old, existing.kind)
+        for c in gone:
+            drop_definer(be, c.function, c.table)
         commit(str(target))
     published["source"] = str(target)
     return published
@@ -327,6 +396,7 @@ def _anonymise_mondrian(
             "rows": plan.n_rows,
             "target": str(target) if target else None,
             "publish_as": kind,
+            "notes": notes(be.dialect, kind),
         }
     )
     if pert.measured is not None:

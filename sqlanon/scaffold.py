@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
@@ -131,8 +133,61 @@ def suggest(p: ColumnProfile, rows: int) -> tuple[str, dict[str, Any] | None, st
 
 
 def _yaml_value(v: Any) -> str:
-    """Flow-style YAML of a value (JSON is YAML), quoting any column name safely."""
-    return json.dumps(v, ensure_ascii=False)
+    """Flow-style YAML of a value on one line, every string double-quoted by PyYAML's own emitter.
+
+    The names come from the database, so they are hostile input: a line break in one must not end
+    its line and add policy keys. PyYAML escapes every character it would read as a line break
+    (``\\n``, ``\\r``, ``\\x85``, U+2028, U+2029) and every unprintable one in a double-quoted
+    scalar; JSON would leave U+2028 raw. Numbers as PyYAML writes them (``1.0e-05``, which it reads
+    back as a number, where JSON's ``1e-05`` is read as a string).
+
+    >>> print(_yaml_value({"a\\nseed: 1": {"widths": [1e-05, 2]}}))
+    {"a\\nseed: 1": {"widths": [1.0e-05, 2]}}
+    """
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_yaml_value(str(k))}: {_yaml_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_yaml_value(x) for x in v) + "]"
+    style = '"' if isinstance(v, str) else None
+    text = yaml.safe_dump(v, default_style=style, allow_unicode=True, width=2**31 - 1)
+    return text.removesuffix("\n...\n").removesuffix("\n")
+
+
+#: Characters that end a line for YAML or for ``str.splitlines`` (controls, U+2028/9), those YAML
+#: refuses in a stream (other controls, surrogates, non-characters), and invisible format
+#: characters (a U+202E that reverses what the reader sees).
+_UNSAFE_IN_COMMENT = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def _comment(text: str) -> str:
+    """``text`` as the body of one YAML comment: every unsafe character written as an escape, so a
+    name cannot end the comment and add keys.
+
+    >>> print(_comment("ENUM('y" + chr(10) + "seed: 1')" + chr(0x2028) + "key: 2"))
+    ENUM('y\\x0aseed: 1')\\u2028key: 2
+    """
+    out = []
+    for ch in text:
+        if unicodedata.category(ch) in _UNSAFE_IN_COMMENT:
+            code = ord(ch)
+            out.append(
+                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+            )
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _source(rel: Relation) -> str:
+    """The relation as the policy reads it back: its dotted text where that parses to the same
+    parts, else the mapping form (a name holding a dot or a quote)."""
+    try:
+        if Relation.parse(str(rel)) == rel:
+            return _yaml_value(str(rel))
+    except SqlanonError:
+        pass
+    parts = {"catalog": rel.catalog, "schema": rel.schema, "name": rel.name}
+    return _yaml_value({k: v for k, v in parts.items() if v is not None})
 
 
 def init_policy(be: Backend, rel: Relation, k: int = 5) -> str:
@@ -141,11 +196,12 @@ def init_policy(be: Backend, rel: Relation, k: int = 5) -> str:
     if rows == 0:
         raise SqlanonError(f"--table: relation {str(rel)!r} is empty; nothing to profile")
     lines = [
-        f"# Starting policy for {rel}, written by `sqlanon init` from a profile of its {rows} rows.",
+        f"# Starting policy for {_comment(str(rel))}, written by `sqlanon init` from a profile of its "
+        f"{rows} rows.",
         "# Review every role: sqlanon guessed from the data alone. Mark the attributes to protect",
         "# (diagnoses, salaries...) as `role: sensitive`; undeclared columns are not published.",
-        f"source: {_yaml_value(str(rel))}",
-        f"target: {_yaml_value(str(rel.with_name(rel.name + '_anon')))}",
+        f"source: {_source(rel)}",
+        f"target: {_source(rel.with_name(rel.name + '_anon'))}",
         "columns:",
     ]
     for p in profiles:
@@ -156,7 +212,8 @@ def init_policy(be: Backend, rel: Relation, k: int = 5) -> str:
         if hierarchy is not None:
             spec["hierarchy"] = hierarchy
         nulls = f"; {rows - p.non_null} NULL" if p.non_null < rows else ""
-        lines.append(f"  {_yaml_value(p.column.name)}: {_yaml_value(spec)}  # {p.column.type}: {why}{nulls}")
+        note = _comment(f"{p.column.type}: {why}{nulls}")
+        lines.append(f"  {_yaml_value(p.column.name)}: {_yaml_value(spec)}  # {note}")
     lines += [
         "privacy:",
         f"  k: {k}                 # every record shares its quasi-identifiers with at least k-1 others",

@@ -400,12 +400,14 @@ PATIENT_TYPES = ["INTEGER", "VARCHAR", "VARCHAR", "INTEGER", "VARCHAR"]
 
 
 TEST_HASH_KEY = "sqlanon-tests-0123456789abcdef"
+TEST_PERTURB_KEY = "sqlanon-tests-perturb-fedcba9876543210"
 
 
 @pytest.fixture(autouse=True)
 def _hash_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A known key for ``action: hash`` (tests of the missing key delete it)."""
+    """Known keys for ``action: hash`` and perturbation (tests of a missing key delete them)."""
     monkeypatch.setenv("SQLANON_HASH_KEY", TEST_HASH_KEY)
+    monkeypatch.setenv("SQLANON_PERTURB_KEY", TEST_PERTURB_KEY)
 
 
 def with_patients(db: TestDB) -> TestDB:

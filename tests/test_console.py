@@ -1,6 +1,7 @@
 """Human output (issue 16): nodes with an example label of each level, one plain sentence under each
 table (``--quiet`` drops them), piped output never wrapped, JSON untouched. The labels expected
-are the seed-001 article's own (postcode 476**, the fixture policy's 'Under 30' band)."""
+are the seed-001 article's own (postcode 476**, the fixture policy's bands): the release's largest
+class, ties broken by its labels (three classes of 3: 476**/30 to 40 first)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,15 @@ from rich.console import Console
 from sqlanon.engines import session
 from sqlanon.lattice import build_hierarchies
 from sqlanon.policy import parse_policy
-from sqlanon.relation import Relation
 from sqlanon.report import print_evaluate, print_profile
-from sqlanon.transform.examples import node_examples, sample_labels, unlabelled
+from sqlanon.transform.examples import node_examples, release_labels
 from tests.conftest import PATIENT_TYPES, ROOT, TestDB, patients_rows, with_patients
 from tests.helpers import cli, cli_json, write_policy
 
 POLICY = str(ROOT / "fixtures" / "patients.yaml")
-NODE = "Postcode=2 (476**), Age=1 (Under 30)"
+NODE = "Postcode=2 (476**), Age=1 (30 to 40)"
+#: The demo names the published release's most disclosive class (all three have Heart Disease).
+DEMO_NODE = "Postcode=2 (476**), Age=1 (Under 30)"
 
 
 def _rounded(v: object) -> object:
@@ -72,9 +74,8 @@ def test_anonymise_profile_assess_and_demo(db: TestDB, tmp_path: Path) -> None:
     assert f"chosen node {NODE} (precision" in out
     code, out, err = cli("profile", POLICY, "--db", url, "--k", "2,3")
     assert code == 0, err
-    # No class measured: Age's label comes from the policy (the first cut's label), the mask's
-    # from one row of the source (476** or 479**, whichever row the engine reads first).
-    assert re.search(r"│ 2 \(47[69]\*\*\), 1 \(Under 30\)", out) and "One column per k" in out
+    # The largest class of each k's release (issue 32: not one unordered row of the source).
+    assert re.search(r"│ 2 \(476\*\*\), 1 \(30 to 40\)", out) and "One column per k" in out
     code, out, _ = cli("profile", POLICY, "--db", url, "--k", "2,3", "-q")
     assert "One column per k" not in out
     code, out, _ = cli("assess", POLICY, "--db", url)
@@ -82,13 +83,15 @@ def test_anonymise_profile_assess_and_demo(db: TestDB, tmp_path: Path) -> None:
     if db.kind == "duckdb":
         code, out, err = cli("demo", "--quiet")
         assert code == 0, err
-        assert f"chosen node {NODE}; after: k = 3, l = 1" in out
+        assert f"chosen node {DEMO_NODE}; after: k = 3, l = 1" in out
         assert "homogeneity" not in out  # the explaining paragraphs are left out
         code, out, err = cli("demo")
-        assert code == 0 and f"chose {NODE}" in out and "homogeneity" in out
+        assert code == 0 and f"chose {DEMO_NODE}" in out and "homogeneity" in out
 
 
-def test_examples_from_maps_cuts_and_the_top() -> None:
+def test_examples_never_from_the_policy_nor_a_value() -> None:
+    """Issue 32: a map's or a cut's first label may be a suppressed outlier's; examples come from
+    a class of the release only, '*' at the top, and never a value (level 0)."""
     pol = parse_policy(
         {
             "source": "main.t",
@@ -103,10 +106,10 @@ def test_examples_from_maps_cuts_and_the_top() -> None:
     )
     hs = build_hierarchies(pol)
     got = node_examples(hs, {"a": 1, "b": 2, "c": 1, "d": 2})
-    assert got == {"a": "g1", "b": "<20", "c": None, "d": "*"}
-    assert node_examples(hs, {"a": 2, "b": 1, "c": 3, "d": 0}) == {"a": "h", "b": "<10", "c": "*", "d": None}
-    # A measured class's label wins over the policy's.
-    assert node_examples(hs, {"a": 1}, {"a": "g2"}) == {"a": "g2"}
+    assert got == {"a": None, "b": None, "c": None, "d": "*"}
+    # A class of the release gives the labels; level 0 stays unprinted even there.
+    assert node_examples(hs, {"a": 1, "c": 0}, {"a": "g2", "c": "abc"}) == {"a": "g2", "c": None}
+    assert node_examples(hs, {"a": 1}, None, {"a": {1: "g1"}}) == {"a": "g1"}
 
 
 def _policy(tmp_path: Path, name: str = "policy.yaml", **privacy: object) -> str:
@@ -212,10 +215,10 @@ def test_two_sensitive_attributes_each_requirement_once(db: TestDB, tmp_path: Pa
     assert re.search(r"┃ measure +┃ disease +┃ patientname +┃", out)
 
 
-def test_example_labels_sampled_from_the_data(db: TestDB, tmp_path: Path) -> None:
-    """Masks, interval widths and dates have no label without a value: where no class was measured
-    one row's labels are read (templates/examples/labels.sql.j2). Postcode=3 is 47*** and Age in
-    widths of 100 is [0-100) for every patient, so the example is the same on every engine."""
+def test_example_labels_read_from_the_release(db: TestDB, tmp_path: Path) -> None:
+    """Masks, interval widths and dates have no label without a value: the labels of the
+    release's largest class are read (templates/examples/labels.sql.j2). Postcode=3 is 47*** and
+    Age in widths of 100 is [0-100) for every patient, so the example is the same on every engine."""
     url = with_patients(db).url
     code, out, err = cli("anonymise", POLICY, "--db", url, "--dry-run", "--levels", "Postcode=3,Age=2")
     assert code == 0, err
@@ -230,22 +233,21 @@ def test_example_labels_sampled_from_the_data(db: TestDB, tmp_path: Path) -> Non
     argv = ("anonymise", widths, "--db", url, "--dry-run", "--levels", "Postcode=3,Age=1", "--json")
     code, out, _ = cli(*argv)
     assert json.loads(out)["node"] == {"Postcode": 3, "Age": 1} and "[0-100)" not in out
-    # Dates: the first row's date is NULL, so the row read is the one with a value.
-    db.load("visits", ["id", "d"], [[1, None], [2, datetime.date(2024, 5, 17)]], ["INTEGER", "DATE"])
-    hs = build_hierarchies(
-        parse_policy(
-            {
-                "source": f"{db.schema}.visits",
-                "columns": {"d": {"role": "quasi", "hierarchy": {"date": ["month", "year"]}}},
-            }
-        )
+    # Dates: the NULL row is no example; the larger month (2 rows) wins over the earlier one.
+    dates = [None, datetime.date(2023, 1, 2), datetime.date(2024, 5, 17), datetime.date(2024, 5, 3)]
+    db.load("visits", ["id", "d"], [[i, d] for i, d in enumerate(dates)], ["INTEGER", "DATE"])
+    pol = parse_policy(
+        {
+            "source": f"{db.schema}.visits",
+            "columns": {"d": {"role": "quasi", "hierarchy": {"date": ["month", "year"]}}},
+        }
     )
-    assert unlabelled(hs, [{"d": 1}, {"d": 2}, {"d": 3}, {"d": 0}]) == {"d": {1, 2}}
+    hs = build_hierarchies(pol)
     with session(db.url) as be:
-        got = sample_labels(be, Relation("visits", db.schema), hs, {"d": [1, 2]})
-    assert got == {"d": {1: "2024-05", 2: "2024"}}
-    assert node_examples(hs, {"d": 2}, None, got) == {"d": "2024"}
-    assert node_examples(hs, {"d": 2}, {"d": "2023"}, got) == {"d": "2023"}  # a measured class wins
+        got = release_labels(be, pol, hs, {"d": 1}, coarser=True)
+        assert release_labels(be, pol, hs, {"d": 2}) == {"d": {2: "2024", 3: "*"}}
+    assert got == {"d": {1: "2024-05", 2: "2024", 3: "*"}}
+    assert node_examples(hs, {"d": 1}, None, got) == {"d": "2024-05"}
 
 
 def test_metric_names_never_break_on_a_narrow_terminal(duck_patients: TestDB) -> None:

@@ -19,7 +19,7 @@ import sqlanon.transform.release as release_mod
 from sqlanon.errors import SqlanonError
 from sqlanon.sql import compile as compile_mod
 from sqlanon.sql.compile import template_names
-from tests.conftest import PATIENT_TYPES, TEST_HASH_KEY, patients_rows
+from tests.conftest import PATIENT_TYPES, TEST_HASH_KEY, TEST_PERTURB_KEY, patients_rows
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 DIALECTS = ["duckdb", "postgres", "tsql", "spark"]
@@ -102,6 +102,7 @@ privacy:
     mp.setattr(release_mod, "to_sql", spy)
     mp.setattr(engine_mod.uuid, "uuid4", lambda: uuid.UUID(int=next(counter)))
     mp.setenv("SQLANON_HASH_KEY", TEST_HASH_KEY)
+    mp.setenv("SQLANON_PERTURB_KEY", TEST_PERTURB_KEY)
     try:
         pol = load_policy(policy_path)
         with session(f"duckdb:///{path}") as be:
@@ -110,7 +111,7 @@ privacy:
             masked = tuple(
                 dataclasses.replace(c, action="mask") if c.action == "hash" else c for c in pol.columns
             )
-            anonymise(be, dataclasses.replace(pol, columns=masked), replace=True)  # and as a view
+            anonymise(be, dataclasses.replace(pol, columns=masked), replace=True, publish_as="view")
             # A listed (map) hierarchy, so the coverage check runs too.
             ages = {a: ["young" if a < 40 else "old"] for a in range(0, 120)}
             spec = dict(pol.quasi[1].hierarchy or {})
@@ -158,10 +159,10 @@ privacy:
 
             init_policy(be, Relation("patients", "main"))
             hierarchy_csv(be, Relation("patients", "main"), "Age", {"interval": {"widths": [10, 20]}})
-            # The example label of a node's level, where no class was measured (issue 16).
-            from sqlanon.transform.examples import sample_labels
+            # The example labels of a node: the largest class of its release (issues 16, 32).
+            from sqlanon.transform.examples import release_labels
 
-            sample_labels(be, Relation("patients", "main"), plan.hierarchies, {"Postcode": [1, 2]})
+            release_labels(be, plan.policy, plan.hierarchies, {"Postcode": 2, "Age": 1}, coarser=True)
         # Perturbation: every method in one chain (templates/_macros/perturb.sql.j2) and every
         # measuring template; the default row key (the whole row), so its SQL is recorded too.
         con = duckdb.connect(str(path))
@@ -172,7 +173,7 @@ privacy:
         con.close()
         perturb = {
             "a": {"method": "noise", "distribution": "laplace", "scale": 2},
-            "b": {"method": "k-noise", "k": 3},
+            "b": {"method": "k-noise", "k": 13},  # delta 1 (3 gives 0.5, cancelled by rounding)
             "c": {"method": "microaggregate", "k": 3},
             "d": {"method": "k-pram", "width": 5},
             "e": {"method": "pram", "retain": 0.5},
@@ -181,7 +182,7 @@ privacy:
         }
         cols_spec: dict = {"id": "insensitive", "grp": "quasi"}
         cols_spec.update({c: {"role": "insensitive", "perturb": s} for c, s in perturb.items()})
-        wide = parse_policy({"source": "main.wide", "seed": 3, "columns": cols_spec, "privacy": {"k": 2}})
+        wide = parse_policy({"source": "main.wide", "columns": cols_spec, "privacy": {"k": 2}})
         with session(f"duckdb:///{path}") as be:
             anonymise(be, wide, dry_run=True)
         # Mondrian (its rounds with the l and t statistics of the policy).

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import sqlglot
 
+from sqlanon.engines import connect
 from sqlanon.errors import SqlanonError
 from sqlanon.sql.builders import hash_text
 from sqlanon.sql.compile import generate, parse_one_statement
@@ -25,15 +26,27 @@ def _expected(key: bytes, v: str) -> str:
 
 
 @pytest.mark.parametrize("key", [b"0123456789abcdef", b"k" * 64, b"long key " * 20])
-def test_hmac_matches_python_on_every_engine(db: TestDB, key: bytes) -> None:
+def test_hmac_matches_python_on_every_engine(db: TestDB, key: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HMAC computed in SQL from the pads in the session's secret relation (loaded by the
+    engine from the environment, never written into the statement) equals Python's."""
+    monkeypatch.setenv("SQLANON_HASH_KEY", key.decode())
     db.load("ids", ["v"], [[v] for v in VALUES] + [[None]], ["VARCHAR"])
     stmt = parse_one_statement(
-        f'SELECT "v", {hash_text(chr(34) + "v" + chr(34), key)} AS h FROM "main"."ids"', "select"
+        f'SELECT "v", {hash_text(chr(34) + "v" + chr(34))} AS h FROM "main"."ids"', "select"
     )
     sql = generate(stmt, "postgres" if db.kind == "postgres" else "duckdb")
-    got = dict(db.sql(sql))
+    assert key.decode() not in sql and hmac_pads_hex(key)[0] not in sql
+    with connect(db.url) as be:
+        be.load_secrets()
+        got = dict(tuple(r) for r in be._run(sql).fetchall())
     assert got.pop(None) is None  # NULL stays NULL
     assert got == {v: _expected(key, v) for v in VALUES}
+
+
+def hmac_pads_hex(key: bytes) -> tuple[str, str]:
+    from sqlanon.sql.secrets import pads
+
+    return pads(key)
 
 
 def test_published_pseudonyms_are_keyed(db: TestDB, tmp_path: Path) -> None:
@@ -47,9 +60,9 @@ def test_published_pseudonyms_are_keyed(db: TestDB, tmp_path: Path) -> None:
         "privacy": {"k": 2},
     }
     path = write_policy(tmp_path, pol)
-    code, _, err = cli("anonymise", str(path), "--db", db.url)  # a view would show the key
+    code, _, err = cli("anonymise", str(path), "--db", db.url, "--as", "view")  # a view would need the key
     assert code == 2 and "hash needs publishing as a table" in err
-    cli_json("anonymise", str(path), "--db", db.url, "--as", "table")
+    cli_json("anonymise", str(path), "--db", db.url)  # a table by default
     published = {r[0] for r in db.sql('SELECT "pid" FROM "main"."people_out"')}
     key = TEST_HASH_KEY.encode()
     assert published == {_expected(key, r[0]) for r in rows}
@@ -59,9 +72,9 @@ def test_published_pseudonyms_are_keyed(db: TestDB, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dialect", ["spark", "tsql", "databricks"])
 def test_hmac_compiles_for_other_dialects(dialect: str) -> None:
-    stmt = parse_one_statement(f"SELECT {hash_text('x', b'0123456789abcdef')} AS h FROM t", "select")
+    stmt = parse_one_statement(f"SELECT {hash_text('x')} AS h FROM t", "select")
     sql = generate(stmt, dialect)
-    assert "SQLANON_HMAC" not in sql and "0123456789" not in sql
+    assert "SQLANON_HMAC" not in sql and "sqlanon_secret" in sql
     sqlglot.parse_one(sql, read=dialect)
 
 

@@ -124,8 +124,10 @@ def test_existing_target_needs_replace_and_replace_swaps(patients: TestDB, tmp_p
     assert again["published"]["rows"] == first["published"]["rows"]
     after = snapshot(patients)
     assert after[("main", "patients")] == src
-    names = {n for _, n in after}
-    assert names == {"patients", "patients_out"}, names  # no staging or swap relation left
+    # No staging or swap relation left; a PostgreSQL view's row-type table (engines/definer.py) is
+    # part of the release.
+    names = {n for _, n in after if not (patients.kind == "postgres" and n.startswith("sqlanon_rel_"))}
+    assert names == {"patients", "patients_out"}, names
 
 
 def test_long_names_are_refused_not_truncated(patients: TestDB, tmp_path: Path) -> None:
@@ -246,7 +248,7 @@ def test_replace_keeps_the_grants_of_the_old_target(pg_patients: TestDB, tmp_pat
     cli_json("anonymise", str(path), "--db", patients.url, "--replace")
     ok = patients.sql(f"SELECT has_table_privilege('{role}', 'main.patients_out', 'SELECT')")[0][0]
     acl = patients.sql("SELECT relacl::text FROM pg_class WHERE relname = 'patients_out'")[0][0]
-    patients.sql(f'REVOKE ALL ON "main"."patients_out" FROM {role}')
+    patients.sql(f"DROP OWNED BY {role}")  # the view's SELECT and its function's EXECUTE
     patients.sql(f"DROP ROLE {role}")
     assert ok and "=r/" in acl  # the role's SELECT and PUBLIC's
 

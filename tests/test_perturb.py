@@ -1,9 +1,11 @@
 """Perturbation (issue 10; seed 000 sections 2.2.1-2.2.2, seed 003) against an independent Python
 reference written here from the definitions, on DuckDB and PostgreSQL.
 
-The reference draws its random numbers the way the definition says (the first 32 bits of the MD5
-of ``seed|column|draw|key``, (h + 1/2) / 2^32) with :mod:`hashlib`, and applies each method to the
-rows in Python; the published release must hold exactly those values on both engines. The
+The reference draws its random numbers the way the definition says (the first 53 bits m of the
+HMAC-SHA-256 of ``<len>:column|draw|key`` under the secret perturbation key, (m + 1/2) / 2^53) with
+:mod:`hmac`, and applies each method to the rows in Python, rounding the computed values of an
+integer column to whole numbers; the published release must hold exactly those values on both
+engines. The
 statistical properties are checked with scipy on large generated columns; seed 003's comparison of
 k-noise and k-PRAM and its Theorem 1 are reproduced on Adult's ages.
 """
@@ -11,6 +13,7 @@ k-noise and k-PRAM and its Theorem 1 are reproduced on Adult's ages.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import math
 import random
 from pathlib import Path
@@ -22,15 +25,19 @@ from scipy import stats
 
 import sqlanon
 from sqlanon.errors import SqlanonError
-from tests.conftest import ADULT_COLUMNS, read_adult
-
-SEED = 20261122
+from tests.conftest import ADULT_COLUMNS, TEST_PERTURB_KEY, read_adult
 
 
-def u(seed: int, column: str, draw: str, key: str) -> float:
-    """The definition: a uniform number in (0, 1) from the MD5 of the text."""
-    h = int(hashlib.md5(f"{seed}|{column}|{draw}|{key}".encode()).hexdigest()[:8], 16)
-    return (h + 0.5) / 2**32
+def u(column: str, draw: str, key: str, secret: str = TEST_PERTURB_KEY) -> float:
+    """The definition: a uniform number in (0, 1) from 53 bits of the keyed HMAC of the text."""
+    msg = f"{len(column)}:{column}|{draw}|{key}".encode()
+    h = hmac.new(secret.encode(), msg, hashlib.sha256).hexdigest()
+    return min((float(int(h[:14], 16) >> 3) + 0.5) / 2**53, 1 - 2**-53)
+
+
+def whole(v: float | None) -> int | None:
+    """An integer column's computed value as published: rounded half up to a whole number."""
+    return None if v is None else int(math.floor(v + 0.5))
 
 
 def _groups_of_k(order: list[Any], k: int) -> dict[Any, int]:
@@ -48,10 +55,10 @@ def reference(rows: list[dict[str, Any]], column: str, spec: dict[str, Any]) -> 
     out: dict[int, Any] = {r["id"]: None for r in rows}
 
     def ua(i: int) -> float:
-        return u(SEED, column, "a", key[i])
+        return u(column, "a", key[i])
 
     def ub(i: int) -> float:
-        return u(SEED, column, "b", key[i])
+        return u(column, "b", key[i])
 
     if m == "noise":
         s = spec["scale"]
@@ -130,6 +137,7 @@ def _rows(n: int = 160) -> list[dict[str, Any]]:
     return rows
 
 
+INTEGER_COLUMNS = ("id", "a", "b")
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "uniform": ("a", {"method": "noise", "distribution": "uniform", "scale": 3}),
     "laplace": ("b", {"method": "noise", "distribution": "laplace", "scale": 500}),
@@ -147,7 +155,7 @@ def _policy(tmp_path: Path, column: str, spec: dict[str, Any], *, target: str = 
     cols: dict[str, Any] = {"id": "insensitive", "grp": "quasi", "a": "insensitive", "b": "insensitive"}
     cols.update({"c": "sensitive", "w": "insensitive"})
     cols[column] = {"role": "sensitive" if column == "c" else "insensitive", "perturb": spec}
-    doc = {"source": "main.t", "target": target, "seed": SEED, "key": "id", "columns": cols}
+    doc = {"source": "main.t", "target": target, "key": "id", "columns": cols}
     doc["privacy"] = {"k": 2}
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
@@ -177,30 +185,30 @@ def _close(a: Any, b: Any) -> bool:
 @pytest.mark.parametrize("case", list(CASES))
 def test_method_matches_reference(table, tmp_path, case):  # noqa: ANN001
     """The published table holds, row by row, what the definition gives (on both engines, so the
-    same seed gives the same values on both)."""
+    same key gives the same values on both)."""
     db, rows = table
     column, spec = CASES[case]
     target = f"main.t_{case.replace('-', '_')}"
     sqlanon.anonymise(_policy(tmp_path, column, spec, target=target), db.url, publish_as="table")
     got = dict(db.sql(f'SELECT id, "{column}" FROM {target}'))
     want = reference(rows, column, spec)
+    if column in INTEGER_COLUMNS and spec["method"] in ("noise", "k-noise", "microaggregate"):
+        want = {i: whole(v) for i, v in want.items()}
+        assert all(isinstance(v, int) for v in got.values() if v is not None), "published as integers"
     assert len(got) == len(rows)
     bad = [(i, got[i], want[i]) for i in want if not _close(got[i], want[i])]
     assert not bad, f"{case}: {len(bad)} rows differ, e.g. {bad[:3]}"
 
 
-def test_view_reads_the_same_twice_and_equals_the_table(table, tmp_path):  # noqa: ANN001
+def test_a_view_is_refused_for_a_perturbed_release(table, tmp_path):  # noqa: ANN001
+    """A view would need the secret key at every read (and a view definition holding randomness is
+    what let a reader recompute every record's noise): perturbation publishes tables only."""
     db, _ = table
+    before = db.snapshot()
     spec = {"method": "noise", "distribution": "gaussian", "scale": 4}
-    p = _policy(tmp_path, "a", spec, target="main.t_view")
-    sqlanon.anonymise(p, db.url)
-    sqlanon.anonymise(_policy(tmp_path, "a", spec, target="main.t_tab"), db.url, publish_as="table")
-    q = "SELECT id, a, c FROM main.{} ORDER BY id"
-    first, second = db.sql(q.format("t_view")), db.sql(q.format("t_view"))
-    assert first == second
-    assert [(i, round(a, 9) if a is not None else None, c) for i, a, c in first] == [
-        (i, round(a, 9) if a is not None else None, c) for i, a, c in db.sql(q.format("t_tab"))
-    ]
+    with pytest.raises(SqlanonError, match=r"columns.a.perturb: perturb needs publishing as a table"):
+        sqlanon.anonymise(_policy(tmp_path, "a", spec, target="main.t_view"), db.url, publish_as="view")
+    assert db.snapshot() == before
 
 
 def test_measurements(table, tmp_path):  # noqa: ANN001
@@ -210,7 +218,7 @@ def test_measurements(table, tmp_path):  # noqa: ANN001
     spec = {"method": "k-noise", "k": 5}
     r = sqlanon.anonymise(_policy(tmp_path, "a", spec), db.url, dry_run=True).to_dict()
     m = r["perturbation"]["a"]
-    want = reference(rows, "a", spec)
+    want = {i: whole(v) for i, v in reference(rows, "a", spec).items()}  # an integer column
     pairs = [(row["a"], want[row["id"]]) for row in rows if row["a"] is not None]
     diffs = [y - x for x, y in pairs]
     assert m["values"] == len(pairs)
@@ -302,11 +310,12 @@ def big(tmp_path_factory):  # noqa: ANN001, ANN201
 def test_noise_distribution(big, tmp_path, distribution, cdf):  # noqa: ANN001
     import duckdb
 
-    p = _policy(tmp_path, "a", {"method": "noise", "distribution": distribution, "scale": 3})
+    # w is a DOUBLE column (an integer column would be published rounded to whole numbers)
+    p = _policy(tmp_path, "w", {"method": "noise", "distribution": distribution, "scale": 3})
     sqlanon.anonymise(p, big, publish_as="table")
     path = big.removeprefix("duckdb:///")
     with duckdb.connect(path) as con:
-        noise = [y - (50 + i % 41) for i, y in con.execute("SELECT id, a FROM main.t_anon").fetchall()]
+        noise = [y - (70 + i % 13) for i, y in con.execute("SELECT id, w FROM main.t_anon").fetchall()]
         con.execute("DROP TABLE main.t_anon")
     assert stats.kstest(noise, cdf).pvalue > 0.001
 
@@ -323,8 +332,9 @@ def test_pram_keeps_the_marginal(big, tmp_path):  # noqa: ANN001
 
 
 def test_microaggregation_keeps_the_mean(big, tmp_path):  # noqa: ANN001
-    r = sqlanon.anonymise(_policy(tmp_path, "b", {"method": "microaggregate", "k": 3}), big, dry_run=True)
-    m = r.to_dict()["perturbation"]["b"]
+    # w is a DOUBLE column (an integer column's means are published rounded to whole numbers)
+    r = sqlanon.anonymise(_policy(tmp_path, "w", {"method": "microaggregate", "k": 3}), big, dry_run=True)
+    m = r.to_dict()["perturbation"]["w"]
     assert math.isclose(m["mean"]["perturbed"], m["mean"]["original"], rel_tol=1e-12)
     assert m["variance"]["perturbed"] < m["variance"]["original"]
     assert m["risk"]["smallest_group"] == 3 and m["risk"]["largest_group"] <= 5
@@ -352,7 +362,6 @@ def adult_ages(tmp_path_factory):  # noqa: ANN001, ANN201
 def _adult_policy(tmp_path: Path, spec: dict[str, Any], source: str = "main.adult") -> dict[str, Any]:
     return {
         "source": source,
-        "seed": SEED,
         "key": "id",
         "columns": {"id": "insensitive", "sex": "quasi", "age": {"role": "insensitive", "perturb": spec}},
         "privacy": {"k": 5},

@@ -81,10 +81,38 @@ CASE {{ column }}{% for v in order %} WHEN {{ adapter.dispatch('sqlanon_literal'
 {%- endif -%}
 {% endmacro %}
 
+{#- A column name as an identifier. dbt's adapter.quote wraps the name in quotes without doubling a
+    quote inside it, so a column named 'a" OR ...' would end the identifier and write SQL: here the
+    quote character is doubled where the engine's rule is known (DuckDB, PostgreSQL: "";
+    Spark: ``; SQL Server: ]] inside [ ]), and any other adapter refuses a name holding a quote. -#}
+{% macro default__sqlanon_quote(name) %}
+{%- if '"' in name or '`' in name or ']' in name -%}
+{{ exceptions.raise_compiler_error('sqlanon: column ' ~ name ~ ' holds a quote character; rename it in a model') }}
+{%- endif -%}
+{{ adapter.quote(name) }}
+{%- endmacro %}
+
+{% macro duckdb__sqlanon_quote(name) %}"{{ name | replace('"', '""') }}"{% endmacro %}
+
+{% macro postgres__sqlanon_quote(name) %}"{{ name | replace('"', '""') }}"{% endmacro %}
+
+{% macro spark__sqlanon_quote(name) %}`{{ name | replace('`', '``') }}`{% endmacro %}
+
+{% macro sqlserver__sqlanon_quote(name) %}[{{ name | replace(']', ']]') }}]{% endmacro %}
+
 {% macro default__sqlanon_literal(value) %}
 {%- if value is number and value is not sameas true and value is not sameas false -%}
 {{ value }}
 {%- else -%}
 '{{ value | string | replace("'", "''") }}'
+{%- endif -%}
+{% endmacro %}
+
+{#- Spark reads a backslash in a string literal as an escape (\' is a quote): double it too. -#}
+{% macro spark__sqlanon_literal(value) %}
+{%- if value is number and value is not sameas true and value is not sameas false -%}
+{{ value }}
+{%- else -%}
+'{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'
 {%- endif -%}
 {% endmacro %}

@@ -10,11 +10,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -27,7 +27,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size
 FROM sqlanon_classes AS c
 WHERE
@@ -42,11 +42,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -59,7 +59,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size
 FROM sqlanon_classes AS c
 WHERE
@@ -74,11 +74,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -91,7 +91,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size
 FROM sqlanon_classes AS c
 WHERE
@@ -106,11 +106,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -123,7 +123,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size
 FROM sqlanon_classes AS c
 WHERE
@@ -138,11 +138,11 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -155,7 +155,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size
 FROM sqlanon_classes AS c
 WHERE
@@ -175,13 +175,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -277,7 +277,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -298,13 +298,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -400,7 +400,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -421,13 +421,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -523,7 +523,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -550,13 +550,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -638,7 +638,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -659,13 +659,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -747,7 +747,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -768,13 +768,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -856,7 +856,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -883,13 +883,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -985,7 +985,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1006,13 +1006,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1108,7 +1108,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1129,13 +1129,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1231,7 +1231,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1258,13 +1258,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1346,7 +1346,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1367,13 +1367,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1455,7 +1455,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1476,13 +1476,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1564,7 +1564,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1591,13 +1591,13 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1691,7 +1691,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1712,13 +1712,13 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1812,7 +1812,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1833,13 +1833,13 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1933,7 +1933,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.distinct_values,
   s.entropy,
@@ -1960,13 +1960,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -1984,11 +1984,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -2084,7 +2084,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_equal AS distance
 FROM sqlanon_classes AS c
@@ -2102,13 +2102,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -2126,11 +2126,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -2255,7 +2255,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_ordered AS distance
 FROM sqlanon_classes AS c
@@ -2273,13 +2273,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -2297,11 +2297,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -2397,7 +2397,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.kl AS distance
 FROM sqlanon_classes AS c
@@ -2421,13 +2421,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -2445,11 +2445,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -2531,7 +2531,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_equal AS distance
 FROM sqlanon_classes AS c
@@ -2549,13 +2549,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -2573,11 +2573,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -2684,7 +2684,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_ordered AS distance
 FROM sqlanon_classes AS c
@@ -2702,13 +2702,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -2726,11 +2726,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -2812,7 +2812,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.kl AS distance
 FROM sqlanon_classes AS c
@@ -2836,13 +2836,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -2860,11 +2860,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -2960,7 +2960,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_equal AS distance
 FROM sqlanon_classes AS c
@@ -2978,13 +2978,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -3002,11 +3002,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -3131,7 +3131,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_ordered AS distance
 FROM sqlanon_classes AS c
@@ -3149,13 +3149,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -3173,11 +3173,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -3273,7 +3273,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.kl AS distance
 FROM sqlanon_classes AS c
@@ -3297,13 +3297,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -3321,11 +3321,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -3407,7 +3407,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_equal AS distance
 FROM sqlanon_classes AS c
@@ -3425,13 +3425,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -3449,11 +3449,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -3564,7 +3564,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_ordered AS distance
 FROM sqlanon_classes AS c
@@ -3582,13 +3582,13 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -3606,11 +3606,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -3692,7 +3692,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.kl AS distance
 FROM sqlanon_classes AS c
@@ -3716,13 +3716,13 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -3740,11 +3740,11 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -3838,7 +3838,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_equal AS distance
 FROM sqlanon_classes AS c
@@ -3856,13 +3856,13 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -3880,11 +3880,11 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -4003,7 +4003,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.emd_ordered AS distance
 FROM sqlanon_classes AS c
@@ -4021,13 +4021,13 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
-      {{ adapter.quote(sensitive) }}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4045,11 +4045,11 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {{ adapter.quote(sensitive) }} AS s_0,
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
       COUNT_BIG(*) AS cnt
     FROM {{ sqlanon_reference }}
     GROUP BY
-      {{ adapter.quote(sensitive) }}
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
 ), a0_ref AS (
   SELECT
@@ -4143,7 +4143,7 @@ WITH sqlanon_freq AS (
   CROSS JOIN a0_hw AS h
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   s.kl AS distance
 FROM sqlanon_classes AS c
@@ -4163,11 +4163,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4180,7 +4180,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   CAST(1 AS DOUBLE PRECISION) / c.n AS risk
 FROM sqlanon_classes AS c
@@ -4194,11 +4194,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4235,11 +4235,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4252,7 +4252,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   CAST(1 AS DOUBLE) / c.n AS risk
 FROM sqlanon_classes AS c
@@ -4266,11 +4266,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4307,11 +4307,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4324,7 +4324,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   CAST(1 AS DOUBLE PRECISION) / c.n AS risk
 FROM sqlanon_classes AS c
@@ -4338,11 +4338,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4379,11 +4379,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4396,7 +4396,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   CAST(1 AS DOUBLE) / c.n AS risk
 FROM sqlanon_classes AS c
@@ -4410,11 +4410,11 @@ WITH sqlanon_freq AS (
     cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4451,11 +4451,11 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT
@@ -4468,7 +4468,7 @@ WITH sqlanon_freq AS (
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
 )
 SELECT
-  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
   c.n AS class_size,
   CAST(1 AS FLOAT) / c.n AS risk
 FROM sqlanon_classes AS c
@@ -4482,11 +4482,11 @@ WITH sqlanon_freq AS (
     cnt AS cnt
   FROM (
     SELECT
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
       COUNT_BIG(*) AS cnt
     FROM {{ model }}
     GROUP BY
-      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.quote(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %}
   ) AS g
 ), sqlanon_classes AS (
   SELECT

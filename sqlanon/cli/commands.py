@@ -22,17 +22,18 @@ from sqlanon.demo import run_demo
 from sqlanon.engines import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import build_hierarchies
+from sqlanon.measure.assessment import check_columns
 from sqlanon.metrics import METRICS
 from sqlanon.policy import ALGORITHMS
 from sqlanon.report import (
-    class_labels,
     make_console,
     print_anonymise,
     print_assess,
     print_evaluate,
     print_profile,
 )
-from sqlanon.transform.examples import node_examples, sample_labels, unlabelled
+from sqlanon.sql import secrets
+from sqlanon.transform.examples import node_examples, release_labels
 
 DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
 
@@ -118,18 +119,21 @@ def _quiet(flag: bool) -> bool:
     return flag or bool(ctx is not None and ctx.find_root().params.get("quiet"))
 
 
-def _examples(policy: str, db: str | None, nodes: list[Any], assessed: dict[str, Any] | None = None) -> Any:
-    """An example label per QI of each node: a class of the release, else the policy's labels,
-    else the labels of one row of the source (one LIMIT 1 query per QI that needs one)."""
+def _examples(policy: str, db: str | None, nodes: list[Any], published: bool = False) -> Any:
+    """An example label per QI of each node, from the largest class of that node's release (the
+    published target when ``published``, else the release's own SQL): never a class the release
+    suppressed, a finer level or a value (sqlanon/transform/examples.py). Examples are a help:
+    where they cannot be read the node prints without them."""
     pol = api.load_policy(policy)
-    hs = build_hierarchies(pol)
-    seen = class_labels(assessed)
-    sampled: dict[str, dict[int, str]] = {}
-    wanted = unlabelled(hs, nodes, seen)
-    if wanted:
-        with contextlib.suppress(SqlanonError), api.connect(db) as be:
-            sampled = sample_labels(be, pol.source, hs, wanted)
-    return [node_examples(hs, n, seen, sampled) if n else None for n in nodes]
+    cache: dict[tuple, Any] = {}
+    with contextlib.suppress(SqlanonError), api.connect(db) as be:
+        hs = build_hierarchies(pol, check_columns(be, pol))
+        for n in nodes:
+            key = tuple(sorted((n or {}).items()))
+            if n and key not in cache:
+                rel = pol.target if published else None
+                cache[key] = node_examples(hs, n, None, release_labels(be, pol, hs, n, release=rel))
+    return [cache.get(tuple(sorted(n.items()))) if n else None for n in nodes]
 
 
 @main.command()
@@ -235,7 +239,7 @@ def anonymise(
         _emit_json(result)
         return
     sql = result.get("sql")
-    examples = _examples(policy, db, [result.get("node")], result.get("published"))[0]
+    examples = _examples(policy, db, [result.get("node")], bool(result.get("published")))[0]
     print_anonymise({**result, "sql": None}, make_console(), examples=examples, quiet=_quiet(quiet))
     if sql:
         # Byte-exact whatever the terminal: never through rich, which wraps long lines.
@@ -260,7 +264,34 @@ def compile_cmd(
     policy: str, dialect: str, levels: str | None, db: str | None, publish_as: str | None
 ) -> None:
     """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run."""
-    click.echo(api.compile(policy, dialect, levels=levels, db=db, publish_as=publish_as) + ";")
+    sql = api.compile(policy, dialect, levels=levels, db=db, publish_as=publish_as)
+    if secrets.uses_secret(sql):
+        click.echo(SECRET_NOTE)
+    click.echo(sql + ";")
+
+
+SECRET_NOTE = (
+    f"-- This statement reads the session-temporary relation {secrets.NAME} (the HMAC pads of\n"
+    "-- SQLANON_HASH_KEY and SQLANON_PERTURB_KEY; no key is written here). Create and fill it in the\n"
+    "-- same session first, e.g. in psql: CREATE TEMP TABLE sqlanon_secret (hash_ipad text, hash_opad\n"
+    "-- text, perturb_ipad text, perturb_opad text); \\copy sqlanon_secret from program 'sqlanon secret-pads'"
+)
+
+
+@main.command(name="secret-pads")
+@_errors
+def secret_pads() -> None:
+    """Write the secret relation's one row (the HMAC pads of SQLANON_HASH_KEY and
+    SQLANON_PERTURB_KEY, tab-separated, NULL as \\N: COPY's text format) to a pipe, for a DBA who
+    runs printed SQL by hand. Refuses a terminal: the pads are the keys."""
+    if sys.stdout.isatty():
+        raise SqlanonError(
+            "secret-pads: stdout is a terminal; pipe it into COPY (see the README, *Security*)"
+        )
+    row = secrets.secret_row().values
+    if all(v is None for v in row):
+        secrets.read_key("hash")  # names the variables to set
+    sys.stdout.write("\t".join("\\N" if v is None else v for v in row) + "\n")
 
 
 @main.command()
@@ -294,9 +325,7 @@ def evaluate(
     if as_json:
         _emit_json(result)
     else:
-        examples = (
-            _examples(policy, db, [result["node"]], result.get("assess"))[0] if result["node"] else None
-        )
+        examples = _examples(policy, db, [result["node"]])[0] if result["node"] else None
         print_evaluate(result, make_console(), examples=examples, quiet=_quiet(quiet))
     if not result["satisfies"]:
         sys.exit(1)
@@ -432,10 +461,14 @@ def dbt(
     if as_json:
         _emit_json(result)
         return
-    node = ", ".join(f"{k}={v}" for k, v in result["node"].items())
+
+    def shown(text: str) -> str:  # a column or folder name is data: no control character reaches the terminal
+        return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+
+    node = ", ".join(f"{shown(k)}={v}" for k, v in result["node"].items())
     click.echo(f"model {result['model']} ({result['materialized']}) reads {result['source']} at {node}")
     for f in result["files"]:
-        click.echo(f"{f['status']:<9} {f['path']}")
+        click.echo(f"{f['status']:<9} {shown(f['path'])}")
     click.echo(f"tests: {', '.join(result['tests']) or 'none'}; run `dbt build` in the project")
 
 

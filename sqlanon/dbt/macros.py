@@ -53,7 +53,7 @@ _L_RANK = 2000000011  # a sentinel number: the recursive l's rank, set by the te
 SCALARS: dict[str, str] = {
     "__sqlanon_model__": "{{ model }}",
     "__sqlanon_reference__": "{{ sqlanon_reference }}",
-    "__sqlanon_s__": "{{ adapter.quote(sensitive) }}",
+    "__sqlanon_s__": "{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}",
     "__sqlanon_sort__": "{{ sqlanon_sort_key }}",
     "__sqlanon_k__": "{{ k }}",
     "__sqlanon_l__": "{{ l }}",
@@ -63,7 +63,9 @@ SCALARS: dict[str, str] = {
 }
 LOOP_OPEN = "{% for sqlanon_qi in quasi_identifiers %}"
 LOOP_CLOSE = "{% if not loop.last %}, {% endif %}{% endfor %}"
-QI_JINJA = "{{ adapter.quote(sqlanon_qi) }}"
+#: A column name as an identifier: through sqlanon_quote (dbt_package/macros/sqlanon.sql), which
+#: doubles the quote character; dbt's adapter.quote does not, so a name holding '"' ended it.
+QI_JINJA = "{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}"
 QA_JINJA = "sqlanon_q{{ loop.index0 }}"
 
 

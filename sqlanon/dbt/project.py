@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import sqlglot
 import yaml
+from sqlglot import exp
 
+from sqlanon.dbt import files
 from sqlanon.dbt.macros import package_dir
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
@@ -29,8 +32,6 @@ from sqlanon.publish import anonymise
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import to_sql
 from sqlanon.transform.hierarchy import Hierarchy
-from sqlanon.transform.perturb import context as perturb_context
-from sqlanon.transform.perturb import search_policy
 from sqlanon.transform.release import release_context
 
 MARK = "written by sqlanon dbt"
@@ -40,7 +41,8 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclasses.dataclass(frozen=True)
 class Project:
-    """A dbt project's folder and the paths its dbt_project.yml names."""
+    """A dbt project's folder and the paths its dbt_project.yml names, every link resolved: each
+    lies under the (resolved) root, so nothing is written outside it."""
 
     root: Path
     models: Path
@@ -48,10 +50,12 @@ class Project:
 
 
 def read_project(path: str | Path) -> Project:
-    root = Path(path)
-    if not root.is_dir():
+    if "\0" in str(path):
+        raise SqlanonError("--project: the path holds a NUL byte")
+    given = Path(path)
+    if not given.is_dir():
         raise SqlanonError(f"--project: {str(path)!r} is not a directory")
-    conf = root / "dbt_project.yml"
+    conf = given / "dbt_project.yml"
     if not conf.is_file():
         raise SqlanonError(f"--project: {str(path)!r} is not a dbt project (it has no dbt_project.yml)")
     try:
@@ -60,12 +64,18 @@ def read_project(path: str | Path) -> Project:
         raise SqlanonError(f"--project: {conf} does not parse as YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict) or not data.get("name"):
         raise SqlanonError(f"--project: {conf} names no project (a 'name' key)")
+    root = given.resolve()
     paths = {}
     for key, default in (("model-paths", "models"), ("macro-paths", "macros")):
         value = data.get(key) or [default]
-        if not isinstance(value, list) or not value or not isinstance(value[0], str):
+        if not isinstance(value, list) or not value or not isinstance(value[0], str) or not value[0]:
             raise SqlanonError(f"--project: {conf}: {key} should be a list of folders")
-        paths[key] = root / value[0]
+        folder = value[0]
+        if "\0" in folder or os.path.isabs(folder):
+            raise SqlanonError(
+                f"--project: {conf}: {key}: {folder!r} is not a folder relative to the project"
+            )
+        paths[key] = files.inside(root, root / folder, f"{key} {folder!r}")
     return Project(root, paths["model-paths"], paths["macro-paths"])
 
 
@@ -99,8 +109,8 @@ def source_jinja(
 def _declared_sources(project: Project, skip: Path) -> set[tuple[str, str]]:
     """(source, table) pairs declared in the project's YAML files (other than ours)."""
     found: set[tuple[str, str]] = set()
-    for path in sorted(project.models.rglob("*.y*ml")) if project.models.is_dir() else []:
-        if path == skip:
+    for path in files.walk_files(project.models):
+        if path == skip or path.suffix not in (".yml", ".yaml") or path.is_symlink():
             continue
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -114,12 +124,6 @@ def _declared_sources(project: Project, skip: Path) -> set[tuple[str, str]]:
     return found
 
 
-def _jinja_safe(sql: str) -> str:
-    """SQL text as dbt should read it: a ``{`` that would open Jinja (a label such as '{{x}}') is
-    written as ``{{ '{' }}``."""
-    return re.sub(r"\{(?=[{%#])", "{{ '{' }}", sql)
-
-
 def release_select(
     be: Backend,
     policy: Policy,
@@ -131,14 +135,20 @@ def release_select(
 ) -> tuple[dict[str, Any], list[Hierarchy], str]:
     """Search (or take ``levels``) as ``anonymise --dry-run`` does, and return its result, the
     hierarchies and the release's SELECT for the connection's dialect, reading ``PLACEHOLDER``."""
+    # A hashed or perturbed column needs a secret key at every build; dbt has no place for it that
+    # the model's readers cannot see (compiled SQL, logs), so such a release is published by sqlanon.
     hashed = [c.name for c in policy.identifiers if c.action == "hash"]
     if hashed:
         raise SqlanonError(
-            f"columns.{hashed[0]}.action: hash would write the key into the model's SQL file; "
-            "use mask or drop for a dbt model"
+            f"columns.{hashed[0]}.action: hash needs the secret key, which a dbt model cannot hold "
+            "unseen; use mask or drop for a dbt model (or publish with sqlanon anonymise)"
         )
-    spol = search_policy(policy, policy.source) if policy.perturbed else policy
-    hierarchies = build_hierarchies(spol, check_columns(be, spol))
+    if policy.perturbed:
+        raise SqlanonError(
+            f"columns.{policy.perturbed[0].name}.perturb: perturbation needs the secret key, which a dbt "
+            "model cannot hold unseen; publish it with sqlanon anonymise (a table)"
+        )
+    hierarchies = build_hierarchies(policy, check_columns(be, policy))
     node = None
     if levels is not None:
         node = parse_levels(levels, [h.column for h in hierarchies], [h.height for h in hierarchies])
@@ -148,11 +158,8 @@ def release_select(
     node = tuple(out["node"].get(h.column, 0) for h in hierarchies)
     src = be.require_columns(policy.source, "source")
     stand_in = Relation(PLACEHOLDER)
-    pctx = None
-    if policy.perturbed:
-        pctx = dict(perturb_context(policy, src), source=stand_in)
     ctx = release_context(
-        dataclasses.replace(policy, source=stand_in), hierarchies, node, [c.name for c in src], pctx
+        dataclasses.replace(policy, source=stand_in), hierarchies, node, [c.name for c in src]
     )
     sql = to_sql("publish/_release", be.dialect, kind="select", **ctx)
     # Laid out for people to read (the same statement: parsed and generated again in its dialect).
@@ -163,8 +170,6 @@ def release_select(
 def _describe(spec: ColumnSpec, by_name: dict[str, tuple[Hierarchy, int]]) -> str:
     if spec.role == "identifier":
         return "Identifier, masked: every value is '*'."
-    if spec.perturb is not None:
-        return f"{spec.role.capitalize()}, perturbed ({spec.perturb.method}); see README, *Perturbation*."
     if spec.role == "quasi":
         h, lvl = by_name[spec.name]
         return f"Quasi-identifier, generalised to level {lvl} of {h.height} of its hierarchy."
@@ -229,16 +234,19 @@ def project_files(
     declare: tuple[str, str] | None,
     policy_name: str,
 ) -> dict[Path, str]:
-    """Every file ``sqlanon dbt`` writes, by path, with its text."""
+    """Every file ``sqlanon dbt`` writes, by path, with its text. Every name in it (the policy's
+    file, the source, columns, labels, values) is text to dbt: comments through ``files.one_line``,
+    YAML strings through ``files.jinja_doc``; ``sql`` is already Jinja-safe."""
     assert policy.target is not None
     name = policy.target.name
-    model_path = project.models / f"{name}.sql"
-    yml_path = project.models / f"{name}.yml"
+    paths = plan_paths(project, name)
+    model_path, yml_path = list(paths)[:2]
     node = ", ".join(f"{k}={v}" for k, v in out["node"].items())
     materialized = policy.publish_as
-    files: dict[Path, str] = {}
-    files[model_path] = (
-        f"-- {MARK} from {policy_name}: the release of {policy.source} at the node {node}.\n"
+    files_: dict[Path, str] = {}
+    files_[model_path] = (
+        f"-- {MARK} from {files.one_line(policy_name)}: the release of {files.one_line(str(policy.source))} "
+        f"at the node {files.one_line(node)}.\n"
         "-- Classes that break the policy are removed when the model is read or built (README, *dbt*).\n"
         "-- Re-running `sqlanon dbt` rewrites this file: change the policy, not this file.\n"
         f"{{{{ config(materialized='{materialized}') }}}}\n\n" + sql + "\n"
@@ -264,50 +272,95 @@ def project_files(
     doc: dict[str, Any] = {"version": 2, "models": [model]}
     if declare is not None:
         doc["sources"] = [{"name": declare[0], "schema": declare[0], "tables": [{"name": declare[1]}]}]
-    files[yml_path] = f"# {MARK} from {policy_name}; re-running it rewrites this file.\n" + yaml.safe_dump(
-        doc, sort_keys=False, allow_unicode=True, width=100
+    # A test's reference is Jinja that dbt is meant to run (source('s', 't') of validated names).
+    doc = files.jinja_doc(doc, keep=frozenset({"reference"}))
+    files_[yml_path] = (
+        f"# {MARK} from {files.one_line(policy_name)}; re-running it rewrites this file.\n"
+        + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     )
     header = (
         f"{{# {MARK} (sqlanon {_version()}): a copy of its dbt package's macros; re-run it to update. #}}\n"
     )
+    for path, kind in paths.items():
+        if kind == "macro":
+            files_[path] = header + (package_dir() / "macros" / path.name).read_text(encoding="utf-8")
+    return files_
+
+
+#: The first line of each kind of file sqlanon writes, exactly (fields cannot hold a newline): a
+#: file is sqlanon's, and rewritten without ``--replace``, only when its first line matches.
+HEADERS = {
+    "model": re.compile(r"-- written by sqlanon dbt from .+: the release of .+ at the node .*\."),
+    "yml": re.compile(r"# written by sqlanon dbt from .+; re-running it rewrites this file\."),
+    "macro": re.compile(
+        r"\{# written by sqlanon dbt \(sqlanon [^\s()]+\): a copy of its dbt package's macros; "
+        r"re-run it to update\. #\}"
+    ),
+}
+
+
+def plan_paths(project: Project, name: str) -> dict[Path, str]:
+    """The files sqlanon dbt writes for the model ``name`` and their kinds (model and yml first),
+    each under the project's root; refuses a name or path the file system would refuse."""
+    macros = files.inside(project.root, project.macros / "sqlanon", "macro-paths' folder sqlanon")
+    plan = {project.models / f"{name}.sql": "model", project.models / f"{name}.yml": "yml"}
     for src in sorted((package_dir() / "macros").glob("*.sql")):
-        files[project.macros / "sqlanon" / src.name] = header + src.read_text(encoding="utf-8")
-    return files
+        plan[macros / src.name] = "macro"
+    for path in plan:
+        shown = str(path.relative_to(project.root))
+        limit = files.name_max(path.parent)
+        if len(os.fsencode(path.name)) > limit:
+            raise SqlanonError(
+                f"target: {name[:40]}...: too long for a file name here ({len(name)} characters, "
+                f"at most {limit - 4}); rename the target"
+            )
+        if len(os.fsencode(path)) >= 4096:
+            raise SqlanonError(f"--project: {shown[:60]}...: the path is too long for the file system")
+        folder = path.parent
+        while folder != project.root:
+            if folder.exists() and not folder.is_dir():
+                raise SqlanonError(f"--project: {folder.relative_to(project.root)} is not a folder")
+            folder = folder.parent
+    return plan
 
 
-def check_writes(project: Project, files: dict[Path, str], replace: bool) -> dict[Path, str]:
-    """What each write will do (``wrote``, ``updated``, ``unchanged``, ``replaced``); refuses,
-    before anything is written, a file sqlanon did not write (without ``replace``) and a model of
-    the same name elsewhere in the project."""
-    status: dict[Path, str] = {}
-    for path in files:
-        if path.suffix == ".sql" and path.parent == project.models and project.models.is_dir():
-            for other in project.models.rglob(path.name):
-                if other != path:
-                    raise SqlanonError(
-                        f"--project: a model named {path.stem!r} already exists at "
-                        f"{other.relative_to(project.root)}; choose another target name"
-                    )
-    for path, text in files.items():
-        shown = path.relative_to(project.root)
-        if not path.exists():
-            status[path] = "wrote"
-            continue
-        if not path.is_file():
-            raise SqlanonError(f"--project: {shown} exists and is not a file")
-        old = path.read_text(encoding="utf-8", errors="replace")
-        if old == text:
-            status[path] = "unchanged"
-        elif MARK in old.split("\n", 1)[0]:
-            status[path] = "updated"
-        elif replace:
-            status[path] = "replaced"
-        else:
+def check_existing(project: Project, plan: dict[Path, str], replace: bool) -> dict[Path, str | None]:
+    """Before the search: the text of each planned file that exists (None where it does not).
+    Refuses a link, a file sqlanon did not write (without ``replace``) and a model of the same
+    name elsewhere in the project."""
+    model = next(iter(plan))
+    for other in files.walk_files(project.models):
+        if other.name == model.name and other != model:
+            raise SqlanonError(
+                f"--project: a model named {model.stem!r} already exists at "
+                f"{other.relative_to(project.root)}; choose another target name"
+            )
+    olds: dict[Path, str | None] = {}
+    for path, kind in plan.items():
+        shown = str(path.relative_to(project.root))
+        old = files.existing(path, shown)
+        if old is not None and not replace and not HEADERS[kind].fullmatch(old.split("\n", 1)[0]):
             raise SqlanonError(
                 f"--project: {shown} exists and was not written by sqlanon dbt; "
                 "pass --replace to overwrite it"
             )
-    return status
+        olds[path] = old
+    return olds
+
+
+def _status(old: str | None, text: str, kind: str) -> str:
+    if old is None:
+        return "wrote"
+    if old == text:
+        return "unchanged"
+    return "updated" if HEADERS[kind].fullmatch(old.split("\n", 1)[0]) else "replaced"
+
+
+def _source_refs(sql: str, dialect: str) -> int:
+    """How many times the release reads the placeholder (as a table or a column's qualifier)."""
+    tree = sqlglot.parse_one(sql, read=dialect)
+    tables = sum(1 for t in tree.find_all(exp.Table) if t.name == PLACEHOLDER and not t.db)
+    return tables + sum(1 for c in tree.find_all(exp.Column) if c.table == PLACEHOLDER)
 
 
 def write_project(
@@ -324,7 +377,9 @@ def write_project(
     policy_name: str = "a policy mapping",
     progress: Any = None,
 ) -> dict[str, Any]:
-    """Search, then write the model, its YAML and the macros into the project (see the module)."""
+    """Search, then write the model, its YAML and the macros into the project (see the module).
+    Everything that can be refused without the search (the project's paths, the target's name, the
+    files in the way) is refused before it; files and folders are created only when written."""
     project = read_project(project_dir)
     if policy.target is None:
         raise SqlanonError("target: the policy names no target; its name is the dbt model's name")
@@ -333,20 +388,25 @@ def write_project(
             f"target: {policy.target.name!r} is not a dbt model name (letters, digits, _); rename the target"
         )
     model_jinja, reference, pair = source_jinja(policy, source, ref)
-    yml_path = project.models / f"{policy.target.name}.yml"
+    plan = plan_paths(project, policy.target.name)
+    olds = check_existing(project, plan, replace)
+    yml_path = list(plan)[1]
     declare = pair if pair is not None and pair not in _declared_sources(project, yml_path) else None
     out, hierarchies, sql = release_select(
         be, policy, levels=levels, algorithm=algorithm, metric=metric, progress=progress
     )
     quoted = Relation(PLACEHOLDER).table().sql(dialect=be.dialect)
-    if quoted not in sql:
-        raise SqlanonError("dbt: the release does not read its source")  # pragma: no cover
-    sql = _jinja_safe(sql).replace(quoted, model_jinja)
+    if sql.count(quoted) != _source_refs(sql, be.dialect) or quoted not in sql:
+        raise SqlanonError(
+            f"dbt: a name or label of the policy holds {PLACEHOLDER!r}, "
+            "the stand-in for the source; rename it"
+        )
+    sql = files.jinja_text(sql).replace(quoted, model_jinja)
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
     info = dict(
         out, node_tuple=tuple(out["node"].get(h.column, 0) for h in hierarchies), source_columns=src_cols
     )
-    files = project_files(
+    texts = project_files(
         project,
         policy,
         info,
@@ -356,11 +416,12 @@ def write_project(
         declare=declare,
         policy_name=policy_name,
     )
-    status = check_writes(project, files, replace)
-    for path, text in files.items():
-        if status[path] != "unchanged":
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+    status = {path: _status(olds[path], text, plan[path]) for path, text in texts.items()}
+    files.write_all(
+        project.root,
+        {p: t for p, t in texts.items() if status[p] != "unchanged"},
+        {p for p in texts if olds[p] is not None},
+    )
     return {
         "project": str(project.root),
         "model": policy.target.name,
@@ -369,5 +430,5 @@ def write_project(
         "materialized": policy.publish_as,
         "suppressed_records": out["suppressed_records"],
         "tests": [next(iter(t)) for t in _tests(policy, reference)],
-        "files": [{"path": str(p.relative_to(project.root)), "status": status[p]} for p in files],
+        "files": [{"path": str(p.relative_to(project.root)), "status": status[p]} for p in texts],
     }

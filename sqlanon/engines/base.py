@@ -18,8 +18,10 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon import interrupt
+from sqlanon.engines.redaction import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
+from sqlanon.sql import secrets
 from sqlanon.sql.compile import find_template, inline_select, to_sql
 
 SQLALCHEMY_TO_SQLGLOT = {
@@ -86,6 +88,9 @@ class Backend:
     inline: bool = False
     _inlined: dict[str, exp.Expression] = field(default_factory=dict)
     _inlined_columns: dict[str, list[Column]] = field(default_factory=dict)
+    _secret_loaded: bool = False
+    #: PostgreSQL: the user's search path, read before sqlanon fixed its own (see :class:`SearchPath`).
+    search_path: SearchPath | None = None
 
     # -- statements -------------------------------------------------------------------------
     def _run(self, sql: str) -> Any:
@@ -102,9 +107,43 @@ class Backend:
         return SqlanonError(f"{what} {name!r} failed on {self.dialect}: {_first_line(e)}")
 
     def _sql(self, name: str, kind: str, context: dict[str, object]) -> str:
+        if self.search_path is not None:
+            context = self.search_path.qualify(self, context)
         if self._inlined:
-            return to_sql(name, self.dialect, kind=kind, inline=self._inlined, **context)
-        return to_sql(name, self.dialect, kind=kind, **context)
+            sql = to_sql(name, self.dialect, kind=kind, inline=self._inlined, **context)
+        else:
+            sql = to_sql(name, self.dialect, kind=kind, **context)
+        if not self._secret_loaded and secrets.uses_secret(sql):
+            self.load_secrets()
+        return sql
+
+    def load_secrets(self) -> None:
+        """Load the secret relation (:mod:`sqlanon.sql.secrets`) before the first statement that
+        reads it, without writing a secret into any statement's text: a bound parameter on DuckDB
+        (in-process, nothing logged), ``COPY ... FROM STDIN`` on PostgreSQL (the server logs and
+        ``pg_stat_statements`` see only the COPY statement, never the rows it carries)."""
+        if self.inline:
+            raise SqlanonError(
+                "perturb / action hash: this connection may not create a temporary table, which holds the "
+                "secret key for the statements that need it (a read-only transaction or no TEMP privilege)"
+            )
+        rel = secrets.relation(self.dialect)
+        cols = ", ".join(f'"{c}" VARCHAR' for c in secrets.COLUMNS.values())
+        create = f"CREATE TEMP TABLE {rel.sql(self.dialect)} ({cols})"
+        self.log.append(create)
+        self._conn.exec_driver_sql(create)
+        row = secrets.secret_row().values
+        raw = self._conn.connection.driver_connection
+        if self.dialect == "postgres":
+            copy = f"COPY {rel.sql(self.dialect)} FROM STDIN"
+            self.log.append(copy)
+            with raw.cursor() as cur, cur.copy(copy) as cp:
+                cp.write_row(row)
+        else:
+            insert = f"INSERT INTO {rel.sql(self.dialect)} VALUES ({', '.join('?' for _ in row)})"
+            self.log.append(insert)
+            raw.execute(insert, list(row))
+        self._secret_loaded = True
 
     def query(self, name: str, /, **context: object) -> list[tuple]:
         """Run a SELECT template and return its rows (aggregates only, never the source rows)."""
@@ -262,20 +301,6 @@ def normalise_url(url: str | None) -> str:
     return url
 
 
-_PASSWORD = re.compile(r"(?P<pre>://[^:/@\s]*:)(?P<pw>[^@\s]*)(?P<post>@)")
-_PASSWORD_QUERY = re.compile(r"""(?P<pre>[?&](password|pwd|secret|token)=)[^&\s'"]*""", re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """Hide the password of any URL in ``text`` (errors, logs and JSON never show one).
-
-    >>> redact("cannot connect to 'postgresql://ann:s3cr3t@db/x?password=p2'")
-    "cannot connect to 'postgresql://ann:***@db/x?password=***'"
-    """
-    text = _PASSWORD.sub(lambda m: f"{m['pre']}***{m['post']}", text)
-    return _PASSWORD_QUERY.sub(lambda m: f"{m['pre']}***", text)
-
-
 def _duckdb_path(url: str) -> str | None:
     """The file a DuckDB URL opens (None for an in-memory database)."""
     from sqlalchemy.engine import make_url
@@ -289,6 +314,68 @@ def _duckdb_path(url: str) -> str | None:
 #: Engines that are not SQLAlchemy dialects: (does this URL name it?, open it). Spark registers
 #: itself here (:mod:`sqlanon.engines.spark`, imported by the package).
 OTHER_ENGINES: list[tuple[Callable[[str], bool], Callable[[str], Backend]]] = []
+
+
+#: Unqualified names sqlanon gives its own relations (session-temporary tables, the secret
+#: relation, staging names): they are never a user's, and stay unqualified (``pg_temp`` is on
+#: sqlanon's path; staging names are qualified by the publisher itself).
+_OWN_NAME = re.compile(r"^sqlanon_", re.IGNORECASE)
+
+
+@dataclass
+class SearchPath:
+    """A PostgreSQL session's search path as the user had it, kept after sqlanon fixed its own.
+
+    Issue 32: an operator that a reader defined in a schema on the DBA's path ran as the DBA during
+    a publish and stayed bound into the view. So every session runs with ``pg_catalog, pg_temp``
+    (catalog/fix_search_path), and each relation a statement names without a schema is qualified
+    first, resolved as PostgreSQL resolved it along the user's path (this session's temporary
+    schema first); a name found nowhere goes where an unqualified CREATE would have put it, the
+    user's current schema."""
+
+    schemas: tuple[str, ...]
+    home: str | None
+    _resolved: dict[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def fix(cls, be: Backend) -> SearchPath:
+        schemas, home = be.query("catalog/user_path")[0]
+        be.query("catalog/fix_search_path")
+        return cls(tuple(str(s) for s in (schemas or [])), str(home) if home is not None else None)
+
+    def schema_of(self, be: Backend, name: str) -> str | None:
+        """The schema an unqualified ``name`` meant on the user's path (None: this session's
+        temporary schema, which sqlanon's path still searches first)."""
+        if name not in self._resolved:
+            rows = be.query("catalog/resolve", name=name)
+            if any(int(mine) for _s, mine in rows):
+                return None  # not cached: a temporary relation may be dropped again
+            where = {str(s) for s, _m in rows}
+            hit = next((s for s in self.schemas if s in where), None)
+            self._resolved[name] = hit or self.home
+        return self._resolved[name]
+
+    def qualify(self, be: Backend, context: dict[str, object]) -> dict[str, object]:
+        """``context`` with every unqualified user relation (at its top level, or one dict down:
+        the perturbation's context) schema-qualified."""
+
+        def fix(v: object) -> object:
+            if isinstance(v, Relation) and v.schema is None and not _OWN_NAME.match(v.name):
+                schema = self.schema_of(be, v.name)
+                return Relation(v.name, schema) if schema else v
+            return v
+
+        out = dict(context)
+        name = context.get("name")  # a catalogue query's relation, as name and schema (catalog/columns)
+        if "schema" in context and context["schema"] is None and isinstance(name, str):
+            if not _OWN_NAME.match(name):
+                out["schema"] = self.schema_of(be, name)
+        for k, v in context.items():
+            if isinstance(v, dict) and any(isinstance(x, Relation) for x in v.values()):
+                out[k] = {kk: fix(vv) for kk, vv in v.items()}
+            elif isinstance(v, Relation):
+                out[k] = fix(v)
+        return out
 
 
 def connect(url: str | None = None, *, create: bool = False) -> Backend:
@@ -328,6 +415,7 @@ def connect(url: str | None = None, *, create: bool = False) -> Backend:
         raise SqlanonError(f"--db: cannot connect to {shown!r}: {redact(_first_line(e))}") from None
     be = Backend(dialect=dialect, url=shown, _conn=conn, _engine=engine)
     if dialect == "postgres":
+        be.search_path = SearchPath.fix(be)
         ro, temp = be.query("catalog/can_create_temp")[0]
         be.inline = bool(int(ro)) or not bool(int(temp))
         be.commit()

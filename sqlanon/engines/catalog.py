@@ -89,9 +89,18 @@ def check_length(be: Backend, rel: Relation, what: str) -> None:
 
 def _current(be: Backend) -> tuple[str, str, list[str]]:
     db, sch = be.query("catalog/current")[0]
+    if be.search_path is not None:  # PostgreSQL: the user's path, not sqlanon's fixed one
+        sp = be.search_path
+        return str(db), str(sp.home or sch), list(sp.schemas) or [str(sp.home or sch)]
     path = be.query("catalog/search_path")[0][0]
     schemas = [str(s) for s in (path or [])] or [str(sch)]
     return str(db), str(sch), schemas
+
+
+def home_schema(be: Backend) -> str | None:
+    """Where an unqualified CREATE of the user's would go (PostgreSQL: the current schema of the
+    user's own path; None elsewhere, where sqlanon's names stay as the user wrote them)."""
+    return be.search_path.home if be.search_path is not None else None
 
 
 def identify(be: Backend, rel: Relation, what: str) -> RelId | None:
@@ -253,3 +262,58 @@ def leftovers(be: Backend) -> list[RelId]:
             k = "view" if "VIEW" in str(kind).upper() else "table"
             out.append(RelId(str(db), str(sch), str(name), k, "", be.dialect in CASE_INSENSITIVE))
     return out
+
+
+# -- readers (PostgreSQL) ------------------------------------------------------------------------
+
+
+def missing_roles(be: Backend, names: list[str]) -> list[str]:
+    """The roles of ``publish.grant`` that do not exist (``PUBLIC`` is every role)."""
+    wanted = [n for n in names if n.upper() != "PUBLIC"]
+    if not wanted:
+        return []
+    found = {str(r[0]) for r in be.query("catalog/roles", names=wanted)}
+    return [n for n in wanted if n not in found]
+
+
+#: The view options --replace carries over (the others belong to tables, or to views that can be
+#: updated through, which a release is not).
+VIEW_OPTIONS = ("security_barrier", "security_invoker")
+
+
+def view_options(be: Backend, rid: RelId) -> list[tuple[str, str]]:
+    """(option, value) of ``rid``'s reloptions that a replacement view keeps (PostgreSQL)."""
+    if be.dialect != "postgres" or rid.kind != "view":
+        return []
+    out = []
+    for (opt,) in be.query("catalog/view_options", oid=int(rid.oid)):
+        name, _, val = str(opt).partition("=")
+        if name in VIEW_OPTIONS:
+            out.append((name, val))
+    return out
+
+
+@dataclass(frozen=True)
+class Companion:
+    """The definer function a view published by sqlanon reads through, and its row-type table."""
+
+    function: Relation
+    fn_oid: str
+    table: Relation
+    tab_oid: str
+
+
+def companions(be: Backend, rid: RelId) -> list[Companion]:
+    """What the view ``rid`` reads through (catalog/companions: by pg_depend, never by name)."""
+    if be.dialect != "postgres" or rid.kind != "view":
+        return []
+    rows = be.query("catalog/companions", oid=int(rid.oid))
+    return [  # and named as sqlanon names them: a user's own definer function is never dropped
+        Companion(Relation(str(fn), str(fs)), str(fo), Relation(str(tn), str(ts)), str(to))
+        for fs, fn, fo, ts, tn, to in rows
+        if OWN_COMPANION.match(str(fn)) and OWN_COMPANION.match(str(tn))
+    ]
+
+
+#: The names sqlanon gives a published view's function and row-type table (engines/definer.py).
+OWN_COMPANION = re.compile(r"^sqlanon_(fn|rel)_[0-9a-f]{12}$")

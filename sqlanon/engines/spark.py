@@ -39,6 +39,7 @@ from sqlanon import interrupt
 from sqlanon.engines.base import Backend, Column, redact
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
+from sqlanon.sql import secrets
 
 #: Spark's file data sources, readable as ``format.`path```.
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "avro", "text", "binaryfile", "delta"})
@@ -115,6 +116,17 @@ class SparkBackend(Backend):
                     name, kind="alter", source=source.with_name(new), new_name=source.name
                 )
             )
+
+    def load_secrets(self) -> None:
+        """The secret relation as a temporary view of a DataFrame built from driver memory: no SQL
+        statement carries the values (Spark's UI shows a LocalTableScan's columns, not its rows)."""
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        schema = StructType([StructField(c, StringType(), True) for c in secrets.COLUMNS.values()])
+        frame = self._spark.createDataFrame([secrets.secret_row().values], schema)
+        frame.createTempView(secrets.NAME)
+        self.log.append(f"-- temporary view {secrets.NAME} (the secret relation)")
+        self._secret_loaded = True
 
     # -- catalogue ---------------------------------------------------------------------------
     def columns(self, rel: Relation) -> list[Column]:
@@ -316,6 +328,13 @@ def connect_spark(url: str) -> SparkBackend:
         for k, v in settings.items():
             builder = builder.config(k, v)
         spark = builder.getOrCreate()
+        if base.startswith("sc://") and not type(spark).__module__.startswith("pyspark.sql.connect"):
+            # pyspark hands back the process's classic session when its Connect client cannot load
+            # (no pyarrow or grpcio): never run an sc:// URL's work on another session.
+            raise SqlanonError(
+                f"--db: cannot start Spark Connect for {shown!r}: pyspark's Connect client did not load "
+                "(pip install 'pyspark[connect]')"
+            )
         if not base.startswith("sc://") and owns:
             with contextlib.suppress(Exception):
                 spark.sparkContext.setLogLevel("ERROR")

@@ -31,7 +31,7 @@ from sqlanon.policy import Policy
 from sqlanon.publish import anonymise, mondrian_release
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql, ident
-from sqlanon.transform.examples import example_label, sample_labels
+from sqlanon.transform.examples import release_labels
 from sqlanon.transform.perturb import materialise
 from sqlanon.transform.release import release_context
 
@@ -94,7 +94,7 @@ def report_data(
         "search": search,
         "metrics": metrics,
         "metric_info": metric_info(plan),
-        "levels": _levels(be, plan, search["node"] if node is not None else None),
+        "levels": _levels(be, plan, search["node"] if node is not None else None, rel),
         "distributions": {
             "before": _distributions(be, plan.policy, plan.policy.source, None),
             "after": _distributions(be, plan.policy, rel, plan.base),
@@ -134,11 +134,16 @@ def _release(
 
 def _policy_summary(policy: Policy, search: dict[str, Any]) -> dict[str, Any]:
     p = policy.privacy
-    reqs = []
-    if p.k:
-        reqs.append(f"k >= {p.k}")
-    reqs += [r.label for r in p.l] + [r.label for r in p.t]
-    reqs += [f"risk.{kind} <= {bound:g}" for kind, bound in p.risk.items()]
+    # Each requirement as data (kind, attribute, measure, bound) beside its label: the page
+    # re-parsed its own labels and broke on names holding ": " or "]" (issue 32).
+    checks: list[dict[str, Any]] = [{"kind": "k", "bound": p.k}] if p.k else []
+    checks += [{"kind": "l", "attribute": r.attribute, "measure": r.kind, "bound": r.l} for r in p.l]
+    checks += [{"kind": "t", "attribute": r.attribute, "measure": r.measure, "bound": r.t} for r in p.t]
+    checks += [{"kind": "risk", "measure": kind, "bound": bound} for kind, bound in p.risk.items()]
+    labels = [f"k >= {p.k}"] if p.k else []
+    labels += [r.label for r in p.l] + [r.label for r in p.t]
+    labels += [f"risk.{kind} <= {bound:g}" for kind, bound in p.risk.items()]
+    reqs = [{**c, "label": lab} for c, lab in zip(checks, labels, strict=True)]
     return {
         "source": str(policy.source),
         "target": str(policy.target) if policy.target else None,
@@ -146,7 +151,8 @@ def _policy_summary(policy: Policy, search: dict[str, Any]) -> dict[str, Any]:
             {"name": c.name, "role": c.role, **({"action": c.action} if c.role == "identifier" else {})}
             for c in policy.columns
         ],
-        "requirements": reqs,
+        "requirements": labels,
+        "checks": reqs,
         "suppression": p.suppression,
         "suppression_mode": p.suppression_mode,
         "algorithm": search["algorithm"],
@@ -154,22 +160,15 @@ def _policy_summary(policy: Policy, search: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _levels(be: Backend, plan: Plan, node: dict[str, int] | None) -> dict[str, Any]:
-    """Per QI: its chosen level (None for Mondrian), its height, and an example label of every
-    level (level 0 is the value itself: no example, never a value)."""
+def _levels(be: Backend, plan: Plan, node: dict[str, int] | None, rel: Relation) -> dict[str, Any]:
+    """Per QI: its chosen level (None for Mondrian), its height, and an example label of the
+    chosen level and each coarser one, from the release's largest class (``rel``, suppression
+    applied): never a finer level, a suppressed class or a value (sqlanon/transform/examples.py)."""
     hs = plan.hierarchies
-    wanted = {
-        h.column: set(range(1, h.height))
-        for h in hs
-        if any(example_label(h, lv) is None for lv in range(1, h.height))
-    }
-    sampled = sample_labels(be, plan.policy.source, hs, wanted) if wanted else {}
+    labels = release_labels(be, plan.policy, hs, node, release=rel, coarser=True) if node else {}
     out = {}
     for h in hs:
-        ex = {}
-        for lv in range(1, h.height + 1):
-            lab = example_label(h, lv)
-            ex[str(lv)] = lab if lab is not None else sampled.get(h.column, {}).get(lv)
+        ex = {str(lv): lab for lv, lab in sorted(labels.get(h.column, {}).items())}
         out[h.column] = {
             "level": None if node is None else node[h.column],
             "height": h.height,

@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 from sqlanon.errors import SqlanonError
 
 BEFORE, AFTER = "#c0504d", "#2e75b6"
@@ -33,11 +35,21 @@ def _figure(width: float = 6.4, height: float = 3.2, ncols: int = 1) -> tuple[An
 
 def svg(fig: Any, name: str) -> str:
     """The figure as an inline ``<svg>`` element: text kept as text, no date, and ids salted by
-    ``name`` so that several figures on one page never share an id."""
-    import matplotlib
+    ``name`` so that several figures on one page never share an id.
 
+    Every text is drawn as written: names come from the user, and mathtext read a column named
+    ``$\\notacommand{$`` as TeX and crashed after all the database work (``$x^2$`` was drawn as
+    math). Math is off on every text already made and, through rc, on those the draw makes
+    (tick labels); TeX is never used."""
+    import matplotlib
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_usetex(False)
+        text.set_parse_math(False)
     buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
+    rc = {"svg.fonttype": "none", "svg.hashsalt": name, "text.usetex": False, "text.parse_math": False}
+    with matplotlib.rc_context(rc):
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
     text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)  # RDF boilerplate
@@ -189,23 +201,32 @@ def spread(
     ax.set_ylabel("% of records")
     worst_a = (min if higher_is_better else max)(b for b, _, _ in after) if after else None
     if higher_is_better:
-        what = (
-            f"every record of the release is in a class with at least {worst_a:g} different values of {attr}"
-        )
+        what = f"Every record of the release is in a class with at least {worst_a:g} different values of "
         good = (
             "more is better: an attacker who finds a person's class still cannot tell which value is theirs"
         )
     else:
         what = (
-            f"no class of the release is farther than about {worst_a:g} from the table's overall "
-            f"distribution of {attr}"
+            f"No class of the release is farther than about {worst_a:g} from the table's overall "
+            "distribution of "
         )
         good = "less is better: a class then reveals little more about a person than the whole table does"
     verdict = ""
     if threshold is not None and worst_a is not None:
         ok = worst_a >= threshold - 1e-9 if higher_is_better else worst_a <= threshold + 1e-9
         verdict = f"; the policy asks {threshold:g}: {'met' if ok else 'check the table above'}"
-    return svg(fig, f"{attr}_{measure}"), f"{what[0].upper()}{what[1:]} ({good}{verdict})."
+    sentence = Markup("{}{} ({}{}).").format(what, bdi(attr), good, verdict)
+    return svg(fig, f"{attr}_{measure}"), sentence
+
+
+def bdi(name: Any) -> Markup:
+    """A user-supplied name for the page, escaped and isolated (``<bdi>``): a RIGHT-TO-LEFT
+    OVERRIDE in a table name reversed the page's sentences around it (issue 32).
+
+    >>> str(bdi("a\u202e<b>"))
+    '<bdi>a\u202e&lt;b&gt;</bdi>'
+    """
+    return Markup("<bdi>{}</bdi>").format(name)
 
 
 def tradeoff(profile: Mapping[str, Any], info: Mapping[str, Any]) -> tuple[str, str]:

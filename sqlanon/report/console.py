@@ -83,8 +83,15 @@ def _fmt(v: Any) -> str:
 
 
 def print_assess(
-    a: dict[str, Any], console: Console | None = None, title: str | None = None, *, quiet: bool = False
+    a: dict[str, Any],
+    console: Console | None = None,
+    title: str | None = None,
+    *,
+    quiet: bool = False,
+    classes: bool = True,
 ) -> None:
+    """``classes``: list the most disclosive classes; False where ``a`` measures a release before
+    its suppression (``evaluate``), whose classes may be ones the release removes (issue 32)."""
     console = console or make_console()
     # A published relation is measured after suppression (its figures are final); any other
     # object before it, where records may still be removed.
@@ -139,7 +146,7 @@ def print_assess(
             "same); H(W): the attribute's entropy; I(W; QI groups): how much the classes tell about "
             "it, lower is better.",
         )
-        for s in a["sensitive"]:
+        for s in a["sensitive"] if classes else ():
             top = a["information"][s]["top_i1"][:3]
             if top:
                 desc = "; ".join(f"({_class_text(c['class'])}) n={c['size']} I1={c['i1']:.3g}" for c in top)
@@ -287,10 +294,19 @@ def print_anonymise(
     if r.get("perturbation"):
         print_perturbation(r["perturbation"], console, quiet=quiet)
     if r.get("sql"):
+        if "sqlanon_secret" in r["sql"]:  # the keys' pads are read from it, never written here
+            console.print(
+                "-- reads the session-temporary relation sqlanon_secret (the HMAC pads of the secret keys);\n"
+                "-- create and fill it first in the same session: see the README, *Security*",
+                markup=False,
+                highlight=False,
+            )
         console.print(r["sql"] + ";", markup=False, highlight=False)
     if r.get("published"):
         console.print(f"published {_e(r['publish_as'])} {_e(r['target'])}; measured again:")
         print_assess(r["published"], console, title="Published", quiet=quiet)
+    for note in r.get("notes") or []:  # what the published form cannot hide (never quieted)
+        console.print(f"note: {_e(note)}")
 
 
 def _fmt6(v: Any) -> str:
@@ -336,7 +352,8 @@ def print_evaluate(
         "What this release costs in information: 'better' says whether a higher or a "
         "lower value is better, 'range' what values are possible.",
     )
-    print_assess(r["assess"], console, title=f"Assessment ({r['assess_scope']}) of", quiet=quiet)
+    title = f"Assessment ({r['assess_scope']}) of"
+    print_assess(r["assess"], console, title=title, quiet=quiet, classes=False)
     if r.get("perturbation"):
         print_perturbation(r["perturbation"], console, quiet=quiet)
 

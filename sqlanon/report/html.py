@@ -4,11 +4,13 @@
 The page opens offline: its CSS is inline, its charts are inline SVG (:mod:`sqlanon.report.charts`,
 matplotlib), and it loads nothing (no script, no font, no CDN). The template is
 ``templates/report/page.html.j2`` (Jinja2, autoescaped). ``--pdf`` prints the same page with
-headless Chromium (``chromium --headless --print-to-pdf``; Debian's package ``chromium``).
+headless Chromium (``chromium --headless --print-to-pdf``; Debian's package ``chromium``), offline
+and sandboxed where the machine allows (:func:`print_pdf`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -22,6 +24,7 @@ from markupsafe import Markup
 
 from sqlanon.errors import SqlanonError
 from sqlanon.report import charts, mlcharts
+from sqlanon.report.console import make_console
 from sqlanon.sql.compile import TEMPLATES_DIR
 
 CHROMIUM_ENV = "SQLANON_CHROMIUM"
@@ -52,6 +55,7 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["num"] = _num
+    env.filters["bdi"] = charts.bdi
     env.filters["pct"] = lambda v: "n/a" if v is None else f"{100 * float(v):.2f} %"
     return env
 
@@ -87,26 +91,26 @@ def _requirements(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[d
     ]
 
 
+def _checks(data: Mapping[str, Any], kind: str) -> list[Mapping[str, Any]]:
+    """The policy's requirements of one kind as data (``policy.checks``: kind, attribute, measure,
+    bound, label), never parsed back from their labels: a name holding ``": "`` raised KeyError and
+    one holding ``]`` drew the wrong measure and no bound (issue 32)."""
+    return [c for c in data["policy"].get("checks", []) if c.get("kind") == kind]
+
+
 def _sensitive(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     out = []
     dist = data["distributions"]
-    l_req = {}
-    t_req: dict[str, tuple[str, float]] = {}
-    for req in data["policy"]["requirements"]:
-        if req.startswith("l["):
-            attr = req[2 : req.index("]")]
-            l_req[attr] = req
-        if req.startswith("t["):
-            attr = req[2 : req.index("]")]
-            measure = req.split(": ", 1)[1].split(" <= ")[0]
-            t_req[attr] = (measure, float(req.rsplit("<= ", 1)[1]))
+    l_req = {c["attribute"]: c for c in _checks(data, "l")}
+    t_req = {c["attribute"]: c for c in _checks(data, "t")}
+    keys = {"emd-equal": "emd_equal", "emd-ordered": "emd_ordered", "kl": "kl"}
     for attr in data["after"].get("sensitive", []):
         before, after = dist["before"].get(attr, {}), dist["after"].get(attr, {})
-        measure, bound = t_req.get(attr, ("emd-equal", None))
-        key = {"emd-equal": "emd_equal", "emd-ordered": "emd_ordered", "kl": "kl"}[measure]
-        l_bound = None
-        if attr in l_req and "distinct" in l_req[attr]:
-            l_bound = float(l_req[attr].rsplit(">= ", 1)[-1]) if ">= " in l_req[attr] else None
+        t = t_req.get(attr)
+        measure, bound = (t["measure"], float(t["bound"])) if t else ("emd-equal", None)
+        key = keys[measure]
+        lr = l_req.get(attr)
+        l_bound = float(lr["bound"]) if lr and lr["measure"] == "distinct" else None
         figs = [
             _figure(
                 charts.spread(
@@ -120,7 +124,7 @@ def _sensitive(data: Mapping[str, Any]) -> list[dict[str, Any]]:
             {
                 "name": attr,
                 "figures": figs,
-                "requirements": [r for r in data["policy"]["requirements"] if f"[{attr}]" in r],
+                "requirements": [c["label"] for c in (lr, t) if c],
                 "l": data["after"]["l_diversity"].get(attr, {}),
                 "t": data["after"]["t_closeness"].get(attr, {}),
                 "info": info,
@@ -134,10 +138,7 @@ def render(data: Mapping[str, Any]) -> str:
     """The page's HTML text."""
     before, after = data["before"], data["after"]
     k = before.get("policy_k")
-    bound = None
-    for req in data["policy"]["requirements"]:
-        if req.startswith("risk.prosecutor <= "):
-            bound = float(req.split("<= ")[1])
+    bound = next((float(c["bound"]) for c in _checks(data, "risk") if c["measure"] == "prosecutor"), None)
     ctx: dict[str, Any] = {
         "d": data,
         "requirements": _requirements(before, after),
@@ -187,34 +188,110 @@ def write_report(data: Mapping[str, Any] | Any, out: str | Path, *, pdf: bool = 
     browser = check_out(path, pdf)
     text = render(data)
     written = []
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, text.encode("utf-8"))
     written.append(str(path))
     if browser is not None:
         pdf_path = path.with_suffix(".pdf")
-        print_pdf(browser, path, pdf_path)
+        if not print_pdf(browser, path, pdf_path):
+            make_console(stderr=True).print(
+                "note: --pdf: Chromium's sandbox cannot start here (root, or no user namespaces); "
+                "printed without it, offline",
+                markup=False,
+                highlight=False,
+            )
         written.append(str(pdf_path))
     return written
 
 
-def print_pdf(browser: str, html: Path, pdf: Path) -> None:
-    """Print ``html`` to ``pdf`` with headless Chromium (no network: the page needs none)."""
-    with tempfile.TemporaryDirectory(prefix="sqlanon-chromium-") as profile:
-        cmd = [
-            browser,
-            "--headless",
-            "--no-sandbox",  # root in a container has no user namespace for the sandbox
-            "--disable-gpu",
-            "--no-pdf-header-footer",
-            f"--user-data-dir={profile}",
-            f"--print-to-pdf={pdf.resolve()}",
-            html.resolve().as_uri(),
-        ]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise SqlanonError(f"--pdf: Chromium failed: {e}") from None
-    if r.returncode != 0 or not pdf.is_file() or pdf.stat().st_size == 0:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise SqlanonError(f"--pdf: Chromium could not print the page ({tail[0]})")
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` through a temporary file created exclusively beside it (``mkstemp``:
+    O_CREAT|O_EXCL, mode 0600, a random name) and renamed over it: a link planted at a temporary
+    name (``.NAME.html.tmp`` was written through) or at ``path`` is never followed; a link at
+    ``path`` is replaced, its target left untouched."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+#: Chromium printing offline: no background or component networking, no resolver (every host
+#: maps to nothing), every request sent to a closed proxy port (loopback included), and a fresh
+#: empty profile per print. The page itself loads nothing (inline CSS and SVG, no script).
+OFFLINE_ARGS = (
+    "--headless",
+    "--disable-gpu",
+    "--no-pdf-header-footer",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--disable-breakpad",
+    "--metrics-recording-only",
+    "--no-pings",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+)
+NO_SANDBOX = "--no-sandbox"
+
+
+def chromium_args(browser: str, profile: str, html: Path, pdf: Path, sandbox: bool) -> list[str]:
+    """The command line that prints ``html`` to ``pdf`` offline (see :data:`OFFLINE_ARGS`)."""
+    return [
+        browser,
+        *OFFLINE_ARGS,
+        *(() if sandbox else (NO_SANDBOX,)),
+        f"--user-data-dir={profile}",
+        f"--print-to-pdf={pdf}",
+        html.resolve().as_uri(),
+    ]
+
+
+def print_pdf(browser: str, html: Path, pdf: Path) -> bool:
+    """Print ``html`` to ``pdf`` with headless Chromium, offline, sandboxed where the machine
+    allows: without the sandbox only when it cannot start (root, or no user namespaces). The
+    browser prints into a private folder; the PDF is then written as :func:`write_atomic` does.
+    Returns whether the sandbox was used."""
+    last = None
+    for sandbox in (True, False):
+        with tempfile.TemporaryDirectory(prefix="sqlanon-chromium-") as work:
+            profile, out = Path(work) / "profile", Path(work) / "page.pdf"
+            profile.mkdir(mode=0o700)
+            try:
+                r = subprocess.run(
+                    chromium_args(browser, str(profile), html, out, sandbox),
+                    capture_output=True,
+                    text=True,
+                    timeout=180,
+                    stdin=subprocess.DEVNULL,
+                )
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise SqlanonError(f"--pdf: Chromium failed: {e}") from None
+            if r.returncode == 0 and out.is_file() and out.stat().st_size > 0:
+                write_atomic(pdf, out.read_bytes())
+                return sandbox
+            last = r
+            if not sandbox or not _no_sandbox_possible(r.stderr + r.stdout):
+                break
+    assert last is not None
+    tail = (last.stderr or last.stdout).strip().splitlines()[-1:] or ["no output"]
+    raise SqlanonError(f"--pdf: Chromium could not print the page ({tail[0]})")
+
+
+def _no_sandbox_possible(output: str) -> bool:
+    """Chromium's own words when its sandbox cannot start (root; no user namespaces, no setuid
+    helper): only then is the print tried again without it."""
+    text = output.lower()
+    return "sandbox" in text

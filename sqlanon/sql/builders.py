@@ -10,23 +10,22 @@ every engine we run (DuckDB, PostgreSQL, Spark) and on T-SQL:
   so NULLs are coalesced to the empty string first.
 * ``hash_text``: a keyed HMAC-SHA-256 (RFC 2104) in lower-case hex. No engine spells HMAC the same
   way (and PostgreSQL's ``hmac`` needs pgcrypto), so the canonical SQL holds a placeholder call,
-  ``SQLANON_HMAC_SHA256(text, ipad, opad)``, that :func:`expand_hmac` replaces, per dialect, by
-  H(K' xor opad || H(K' xor ipad || m)) written with that engine's own SHA-256 and byte functions.
-* ``uniform``: a number in (0, 1) from the MD5 of a text (the perturbation's seed, column, draw and
-  row key): the first 32 bits of the digest, (h + 1/2) / 2^32. Same text, same number, on every
-  engine and at every read of a view, and never 0 or 1 (so ``LN(u)`` is finite). Each engine turns
-  hex into an integer its own way, so the canonical SQL holds ``SQLANON_UNIFORM(text)``, expanded
-  by :func:`expand_placeholders`.
+  ``SQLANON_HMAC_SHA256(text, 'hash')``, that :func:`expand_placeholders` replaces, per dialect, by
+  H(K' xor opad || H(K' xor ipad || m)) written with that engine's own SHA-256 and byte functions,
+  the pads read from the session's secret relation (:mod:`sqlanon.sql.secrets`), never spelled out.
+* ``keyed_uniform``: a number in (0, 1) from the HMAC of a text under the perturbation key, with
+  53 bits (every random number of a release: nobody without the key can recompute it).
+* ``uniform``: a public number in (0, 1) from the MD5 of a text, (h + 1/2) / 2^32: for measuring
+  only (the utility's train/test split), never for a release.
 """
 
 from __future__ import annotations
-
-import hashlib
 
 import sqlglot
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
+from sqlanon.sql import secrets
 from sqlanon.sql.base import CANONICAL, Sql
 
 
@@ -118,58 +117,45 @@ def as_text(x: object) -> Sql:
 
 
 HMAC = "SQLANON_HMAC_SHA256"
-_BLOCK = 64  # SHA-256's block size in bytes (RFC 2104's B)
 
-#: HMAC-SHA-256 of the UTF-8 bytes of X, per dialect; {i} and {o} are the hex of K' xor ipad and
-#: K' xor opad. Each is parsed by sqlglot in its own dialect and spliced into the statement.
+#: HMAC-SHA-256 (RFC 2104) of the UTF-8 bytes of X in lower-case hex, per dialect; I and O are the
+#: hex of K' xor ipad and K' xor opad, read from the secret relation (:mod:`sqlanon.sql.secrets`),
+#: never written into the statement. Each is parsed by sqlglot in its own dialect and spliced in.
 HMAC_SQL = {
-    "duckdb": "SHA256(UNHEX('{o}') || UNHEX(SHA256(UNHEX('{i}') || ENCODE(X))))",
+    "duckdb": "SHA256(UNHEX(O) || UNHEX(SHA256(UNHEX(I) || ENCODE(X))))",
     "postgres": (
-        "ENCODE(SHA256(DECODE('{o}', 'hex') || SHA256(DECODE('{i}', 'hex') || CONVERT_TO(X, 'UTF8'))), 'hex')"
+        "ENCODE(SHA256(DECODE(O, 'hex') || SHA256(DECODE(I, 'hex') || CONVERT_TO(X, 'UTF8'))), 'hex')"
     ),
-    "spark": "SHA2(CONCAT(UNHEX('{o}'), UNHEX(SHA2(CONCAT(UNHEX('{i}'), ENCODE(X, 'UTF-8')), 256))), 256)",
+    "spark": "SHA2(CONCAT(UNHEX(O), UNHEX(SHA2(CONCAT(UNHEX(I), ENCODE(X, 'UTF-8')), 256))), 256)",
     # T-SQL (compiled, not executed here): a UTF-8 collation gives the UTF-8 bytes (SQL Server 2019+).
     "tsql": (
-        "LOWER(CONVERT(VARCHAR(64), HASHBYTES('SHA2_256', 0x{o} + HASHBYTES('SHA2_256', 0x{i} + "
+        "LOWER(CONVERT(VARCHAR(64), HASHBYTES('SHA2_256', CONVERT(VARBINARY(64), O, 2) + "
+        "HASHBYTES('SHA2_256', CONVERT(VARBINARY(64), I, 2) + "
         "CAST(CAST(X AS VARCHAR(MAX)) COLLATE Latin1_General_100_CI_AS_SC_UTF8 AS VARBINARY(MAX)))), 2))"
     ),
 }
 HMAC_PARENT = {"databricks": "spark", "spark2": "spark", "fabric": "tsql", "redshift": "postgres"}
 
 
-def hmac_pads(key: bytes) -> tuple[str, str]:
-    """(K' xor ipad, K' xor opad) in hex, K' the key padded to the block (hashed first if longer).
+def hash_text(x: object, purpose: str = "hash") -> Sql:
+    """Keyed pseudonym of the value's text: hex HMAC-SHA-256 under the ``purpose``'s secret key
+    (a NULL stays NULL). The canonical SQL names the purpose, not the key.
 
-    >>> hmac_pads(b"k" * 3)[0][:8], len(hmac_pads(b"k" * 100)[1])
-    ('5d5d5d36', 128)
+    >>> print(hash_text('"name"'))
+    SQLANON_HMAC_SHA256(CAST("name" AS TEXT), 'hash')
     """
-    k = hashlib.sha256(key).digest() if len(key) > _BLOCK else key
-    k = k.ljust(_BLOCK, b"\0")
-    return bytes(b ^ 0x36 for b in k).hex(), bytes(b ^ 0x5C for b in k).hex()
-
-
-def hash_text(x: object, key: bytes) -> Sql:
-    """Keyed pseudonym of the value's text: hex HMAC-SHA-256 under ``key`` (a NULL stays NULL).
-
-    >>> print(hash_text('"name"', b"0123456789abcdef")[:48])
-    SQLANON_HMAC_SHA256(CAST("name" AS TEXT), '06070
-    """
-    ipad, opad = hmac_pads(key)
     return _out(
         exp.Anonymous(
             this=HMAC,
-            expressions=[
-                exp.cast(_e(x), exp.DataType.build("text")),
-                exp.Literal.string(ipad),
-                exp.Literal.string(opad),
-            ],
+            expressions=[exp.cast(_e(x), exp.DataType.build("text")), exp.Literal.string(purpose)],
         )
     )
 
 
 UNIFORM = "SQLANON_UNIFORM"
 #: The first 32 bits of MD5(X) as an unsigned integer, per dialect (MD5 of the UTF-8 bytes; T-SQL
-#: hashes the VARCHAR's bytes, the same for ASCII keys).
+#: hashes the VARCHAR's bytes, the same for ASCII keys). Public randomness: only for measuring
+#: (the utility's train/test split of a release), never for a release.
 UNIFORM_SQL = {
     "duckdb": "CAST('0x' || SUBSTRING(MD5(X), 1, 8) AS UBIGINT)",
     "postgres": "CAST(CAST('x' || SUBSTRING(MD5(X), 1, 8) AS BIT(32)) AS BIGINT)",
@@ -179,49 +165,102 @@ UNIFORM_SQL = {
 
 
 def uniform(text: object) -> Sql:
-    """A reproducible uniform number in (0, 1) from ``text`` (see the module docstring).
+    """A reproducible uniform number in (0, 1) from ``text`` (public: see UNIFORM_SQL).
 
-    >>> uniform("'7|Age|a|42'")
-    "SQLANON_UNIFORM('7|Age|a|42')"
+    >>> uniform("'train|42'")
+    "SQLANON_UNIFORM('train|42')"
     """
     return _out(exp.Anonymous(this=UNIFORM, expressions=[_e(text)]))
 
 
-def _expand_uniform(call: exp.Anonymous, dialect: str) -> exp.Expression:
-    template = UNIFORM_SQL.get(dialect) or UNIFORM_SQL.get(HMAC_PARENT.get(dialect, ""))
+KEYED_UNIFORM = "SQLANON_KEYED_UNIFORM"
+#: The first 56 bits of a lower-case hex digest H as an integer, shifted right by 3: 53 bits, the
+#: precision of a double, so every uniform is exact (per dialect; T-SQL compiled only).
+BITS53_SQL = {
+    "duckdb": "CAST('0x' || SUBSTRING(H, 1, 14) AS UBIGINT) >> 3",
+    "postgres": "CAST(CAST('x' || SUBSTRING(H, 1, 14) AS BIT(56)) AS BIGINT) >> 3",
+    "spark": "SHIFTRIGHT(CAST(CONV(SUBSTRING(H, 1, 14), 16, 10) AS BIGINT), 3)",
+    "tsql": "CONVERT(BIGINT, CONVERT(VARBINARY(7), SUBSTRING(H, 1, 14), 2)) / 8",
+}
+#: 2^53, and the largest double below 1 (a uniform is clamped to it: m + 1/2 rounds up to 2^53 for
+#: the largest m, and 1 would make Laplace's LN(1 - 2 |u - 1/2|) infinite).
+_TWO53 = 9007199254740992.0
+_BELOW_ONE = 0.9999999999999999
+
+
+def keyed_uniform(text: object) -> Sql:
+    """A uniform number in (0, 1) that only the holder of the perturbation key can compute:
+    u = (m + 1/2) / 2^53, m the first 53 bits of HMAC-SHA-256(K, text). A double holds every
+    value of u exactly (its grid, 2^-53, is the doubles' own spacing in [1/2, 1)), so the published
+    noise carries no coarser grid than doubles do.
+
+    >>> keyed_uniform("'a'")
+    "SQLANON_KEYED_UNIFORM('a')"
+    """
+    return _out(exp.Anonymous(this=KEYED_UNIFORM, expressions=[_e(text)]))
+
+
+def _template(table: dict[str, str], dialect: str, what: str) -> str:
+    template = table.get(dialect) or table.get(HMAC_PARENT.get(dialect, ""))
     if template is None:
-        raise SqlanonError(f"perturb: no MD5-based random numbers for dialect {dialect!r}")
-    bits = sqlglot.parse_one(template, read=dialect)
-    for col in list(bits.find_all(exp.Column)):
-        if col.name == "X" and not col.table:
-            col.replace(call.expressions[0].copy())
+        raise SqlanonError(f"{what}: not available for dialect {dialect!r}")
+    return template
+
+
+def _splice(template: str, dialect: str, values: dict[str, exp.Expression]) -> exp.Expression:
+    tree = sqlglot.parse_one(template, read=dialect)
+    for col in list(tree.find_all(exp.Column)):
+        if not col.table and col.name in values:
+            col.replace(values[col.name].copy())
+    return tree
+
+
+def _hmac(x: exp.Expression, purpose: str, dialect: str) -> exp.Expression:
+    return _splice(
+        _template(HMAC_SQL, dialect, f"HMAC-SHA-256 ({purpose})"),
+        dialect,
+        {
+            "X": x,
+            "I": secrets.pad_expr(purpose, "i", dialect),
+            "O": secrets.pad_expr(purpose, "o", dialect),
+        },
+    )
+
+
+def _expand_uniform(call: exp.Anonymous, dialect: str) -> exp.Expression:
+    bits = _splice(
+        _template(UNIFORM_SQL, dialect, "MD5-based random numbers"), dialect, {"X": call.expressions[0]}
+    )
     num = exp.Add(this=exp.cast(bits, exp.DataType.build("double")), expression=exp.Literal.number(0.5))
     return exp.Paren(this=exp.Div(this=exp.Paren(this=num), expression=exp.Literal.number(4294967296.0)))
 
 
+def _expand_keyed_uniform(call: exp.Anonymous, dialect: str) -> exp.Expression:
+    digest = _hmac(call.expressions[0], "perturb", dialect)
+    bits = _splice(_template(BITS53_SQL, dialect, "keyed random numbers"), dialect, {"H": digest})
+    num = exp.Add(
+        this=exp.cast(exp.Paren(this=bits), exp.DataType.build("double")), expression=exp.Literal.number(0.5)
+    )
+    u = exp.Div(this=exp.Paren(this=num), expression=exp.Literal.number(_TWO53))
+    if dialect in ("tsql", "fabric"):  # no LEAST before SQL Server 2022: the T-SQL pass writes a CASE
+        return exp.Least(this=u, expressions=[exp.Literal.number(_BELOW_ONE)])
+    # A plain call elsewhere: sqlglot writes DuckDB's LEAST as a NULL-guarding CASE that would
+    # compute the two HMACs twice (u is never NULL: the row key is checked to be non-NULL).
+    return exp.Anonymous(this="LEAST", expressions=[u, exp.Literal.number(_BELOW_ONE)])
+
+
 def expand_placeholders(tree: exp.Expression, dialect: str) -> exp.Expression:
-    """Expand both placeholders (HMAC and uniform) for ``dialect``."""
+    """Expand the placeholders (HMAC, keyed and public uniforms) for ``dialect``."""
     for call in list(tree.find_all(exp.Anonymous)):
-        if str(call.this).upper() == UNIFORM:
+        name = str(call.this).upper()
+        if name == UNIFORM:
             call.replace(_expand_uniform(call, dialect))
-    return expand_hmac(tree, dialect)
-
-
-def expand_hmac(tree: exp.Expression, dialect: str) -> exp.Expression:
-    """Replace each ``SQLANON_HMAC_SHA256`` placeholder by ``dialect``'s HMAC (see HMAC_SQL)."""
+        elif name == KEYED_UNIFORM:
+            call.replace(_expand_keyed_uniform(call, dialect))
     for call in list(tree.find_all(exp.Anonymous)):
-        if str(call.this).upper() != HMAC:
-            continue
-        template = HMAC_SQL.get(dialect) or HMAC_SQL.get(HMAC_PARENT.get(dialect, ""))
-        if template is None:
-            raise SqlanonError(f"action hash: no HMAC-SHA-256 for dialect {dialect!r}")
-        x, ipad, opad = call.expressions
-        text = template.format(i=ipad.name, o=opad.name)
-        new = sqlglot.parse_one(text, read=dialect)
-        for col in list(new.find_all(exp.Column)):
-            if col.name == "X" and not col.table:
-                col.replace(x.copy())
-        call.replace(new)
+        if str(call.this).upper() == HMAC:
+            x, purpose = call.expressions
+            call.replace(_hmac(x, purpose.name, dialect))
     return tree
 
 
@@ -234,4 +273,5 @@ TEMPLATE_GLOBALS = {
     "as_text": as_text,
     "hash_text": hash_text,
     "uniform": uniform,
+    "keyed_uniform": keyed_uniform,
 }

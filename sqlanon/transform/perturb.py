@@ -2,9 +2,11 @@
 SQL, and what it does to them, measured in SQL.
 
 The SQL is one chain of CTEs (``templates/_macros/perturb.sql.j2``) that the release reads instead
-of the source, so a view perturbs at read time with the same values every time: every random
-number is an MD5 of (seed, column, draw, row key), never ``random()`` (a view whose noise changed
-at each read could be averaged away). The search runs on the same rows, materialised once
+of the source. Every random number is an HMAC-SHA-256 of (column, draw, row key) under the secret
+perturbation key (:func:`sqlanon.sql.builders.keyed_uniform`), never ``random()`` (noise that
+changed at each computation could be averaged away) and never a seed a reader could see: without
+the key nobody can recompute a record's noise or test a guessed original against it. The search
+runs on the same rows, materialised once
 (``templates/perturb/rows.sql.j2``), with the perturbed quasi-identifiers taken out of the lattice
 (they are not generalised, issue 10): k, l, t and the risks are those of the release.
 """
@@ -22,7 +24,7 @@ from sqlanon.errors import SqlanonError
 from sqlanon.perturbation import NUMERIC_METHODS
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
-from sqlanon.sql.builders import uniform
+from sqlanon.sql.builders import keyed_uniform
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 
 #: Bins of the binned-distribution estimators: equal width over the original's [min, max].
@@ -105,9 +107,11 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
             )
 
         def u(draw: str, name: str = spec.name) -> Sql:
+            # HMAC(K, "<length>:<column>|<draw>|<row key>"): the length keeps two columns' texts
+            # apart ("a|b" then draw "c" against "a" then "b|c"); K is the secret perturbation key.
             keycol = exp.column(exp.to_identifier(key_name, quoted=True), table="t")
-            text = exp.DPipe(this=exp.Literal.string(f"{policy.seed}|{name}|{draw}|"), expression=keycol)
-            return uniform(text.sql(CANONICAL))
+            text = exp.DPipe(this=exp.Literal.string(f"{len(name)}:{name}|{draw}|"), expression=keycol)
+            return keyed_uniform(text.sql(CANONICAL))
 
         n = lambda s, i=i: ident(f"{p}{s}{i}")  # noqa: E731 - names of this stage
         c: dict[str, Any] = {
@@ -131,12 +135,24 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
         }
         if pert.method == "noise":
             c["noise"] = _noise(pert.distribution, float(pert.scale or 0), u("a"), u("b"))
+        c["step"] = step = rounding(pert, col if checked else None)
+        if step is not None and pert.method == "noise" and pert.distribution == "uniform":
+            if float(pert.scale or 0) <= step / 2:
+                raise SqlanonError(
+                    f"columns.{spec.name}.perturb: rounding to a multiple of {step:g}"
+                    f"{' (an integer column is published as whole numbers)' if pert.round is None else ''} "
+                    f"would cancel uniform noise of scale {pert.scale:g}: every value would come back "
+                    f"unchanged; use a scale above {step / 2:g}"
+                )
+        c["published"] = _rounded(c["y"], step, bool(col is not None and checked and col.integral))
         cols.append(c)
     out_cols = []
     perturbed = {c.name: cols[i] for i, c in enumerate(policy.perturbed)}
     for col in src_cols:
         name = ident(col.name)
-        out_cols.append({"expr": perturbed[col.name]["y"] if col.name in perturbed else name, "alias": name})
+        out_cols.append(
+            {"expr": perturbed[col.name]["published"] if col.name in perturbed else name, "alias": name}
+        )
     for i, spec in enumerate(policy.perturbed):
         out_cols.append({"expr": ident(spec.name), "alias": ident(f"{p}x{i}")})
         out_cols.append({"expr": cols[i]["aux"], "alias": cols[i]["aux"]})
@@ -161,6 +177,40 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
         "out_cols": out_cols,
         "orig": [ident(f"{p}x{i}") for i in range(len(cols))],
     }
+
+
+def rounding(pert: Any, col: Column | None) -> float | None:
+    """The step a computed value (noise, k-noise, microaggregation) is published at: the policy's
+    ``round``, else 1 for an integer column (whole numbers stay whole: added to a whole number, noise
+    of any finite resolution would otherwise tell which whole numbers fit the published value), else
+    none (the double as computed)."""
+    if pert.method not in NUMERIC_METHODS:
+        return None
+    if pert.round is not None:
+        return float(pert.round)
+    return 1.0 if col is not None and col.integral else None
+
+
+def _rounded(y: Sql, step: float | None, integral: bool) -> Sql:
+    """``y`` rounded half up to a multiple of ``step`` (FLOOR(y / step + 1/2) * step: engines round
+    halves differently, FLOOR is the same everywhere); a step of 1/n divides by n, which gives the
+    double nearest the decimal (25.97, not 25.970000000000002). An integer column with a whole step
+    is published as BIGINT."""
+    if step is None:
+        return y
+    inv = 1 / step
+    if step < 1 and abs(inv - round(inv)) < 1e-9:
+        out = f"FLOOR({y} * {lit(float(round(inv)))} + 0.5) / {lit(float(round(inv)))}"
+    else:
+        out = f"FLOOR({y} / {lit(step)} + 0.5) * {lit(step)}"
+    if integral and float(step).is_integer():
+        # NULL beyond 2^62 rather than an overflow error: such a column is refused by measure()
+        # (a double holds whole numbers exactly only up to 2^53), which names it in one line.
+        guarded = exp.maybe_parse(
+            f"CASE WHEN ABS({out}) < 4611686018427387904.0 THEN {out} END", dialect=CANONICAL
+        )
+        return Sql(exp.cast(guarded, exp.DataType.build("bigint")).sql(CANONICAL))
+    return Sql(out)
 
 
 def _noise(distribution: str, scale: float, ua: Sql, ub: Sql) -> Sql:
@@ -220,8 +270,17 @@ def materialise(be: Backend, policy: Policy) -> Perturbed:
 def _row_columns(policy: Policy, src_cols: list[Column]) -> list[Column]:
     """The columns of the perturbed rows as the search reads them: the source's, a perturbed
     column a double where the method computes one (noise, k-noise, microaggregation)."""
-    computed = {c.name for c in policy.perturbed if c.perturb and c.perturb.method in NUMERIC_METHODS}
-    return [Column(c.name, "DOUBLE") if c.name in computed else c for c in src_cols]
+    specs = {c.name: c.perturb for c in policy.perturbed if c.perturb and c.perturb.method in NUMERIC_METHODS}
+    out = []
+    for c in src_cols:
+        pert = specs.get(c.name)
+        if pert is None:
+            out.append(c)
+            continue
+        step = rounding(pert, c)
+        whole = c.integral and step is not None and float(step).is_integer()
+        out.append(Column(c.name, "BIGINT" if whole else "DOUBLE"))
+    return out
 
 
 def _check_keys(be: Backend, policy: Policy, rows: Relation, key: Sql) -> None:
@@ -271,6 +330,15 @@ def measure(be: Backend, policy: Policy, rows: Relation, src_cols: list[Column])
                 f"columns.{spec.name}.perturb: {pert.method} computes in doubles, which hold whole "
                 f"numbers exactly only up to 2^53; {spec.name} reaches {max(abs(mn), abs(mx))} "
                 "(subtract an offset or rescale it in a view first)"
+            )
+        step = rounding(pert, src[spec.name])
+        delta = _f(row[10]) if numeric and pert.method == "k-noise" else None
+        if step is not None and delta is not None and n and delta <= step / 2:
+            why = " (an integer column is published as whole numbers)" if pert.round is None else ""
+            raise SqlanonError(
+                f"columns.{spec.name}.perturb: k-noise's delta is {delta:g} here, and rounding to a multiple "
+                f"of {step:g}{why} "
+                "would cancel it: every value would come back unchanged; use a larger k (or a finer round)"
             )
         k = pert.k or 0
         if pert.method in ("k-noise", "microaggregate") or (pert.method == "k-pram" and pert.width is None):

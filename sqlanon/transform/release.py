@@ -4,7 +4,6 @@ view enforces the policy at read time (``templates/publish/_release.sql.j2``).""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import _l_rank, _sort_key, checked_sensitive, requirement_checks
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.relation import Relation
+from sqlanon.sql import secrets
 from sqlanon.sql.builders import as_text, hash_text
 from sqlanon.sql.compile import CANONICAL, Sql, ident, to_sql
 from sqlanon.transform.hierarchy import Hierarchy
@@ -135,36 +135,22 @@ def _count_check(check: exp.Expression, n_alias: str, table: str) -> exp.Express
     return check.copy().transform(swap)
 
 
-HASH_KEY_ENV = "SQLANON_HASH_KEY"
-MIN_KEY_BYTES = 16
-
-
 def hash_key(env: Mapping[str, str] | None = None) -> bytes:
-    """The key of ``action: hash``, from the environment (never from the policy, which travels).
+    """The key of ``action: hash``: ``SQLANON_HASH_KEY`` or the file ``SQLANON_HASH_KEY_FILE``
+    (never the policy, which travels; :func:`sqlanon.sql.secrets.read_key`).
 
     A keyed hash (HMAC-SHA-256, RFC 2104) stops the attack that reversed an unkeyed MD5 column with
     one join: without the key nobody can compute the pseudonym of a guessed identifier. It does not
-    stop whoever holds the key, nor anyone who can read the definition of a view that embeds it
-    (hence tables only), and one value always gives one pseudonym under one key, so releases with
-    the same key are linkable: pseudonymisation, not anonymisation. The message never shows the key.
+    stop whoever holds the key, and one value always gives one pseudonym under one key, so releases
+    with the same key are linkable: pseudonymisation, not anonymisation. The message never shows the
+    key, and no statement holds it (the SQL reads it from the session's secret relation).
     """
-    env = os.environ if env is None else env
-    value = env.get(HASH_KEY_ENV)
-    if not value:
-        raise SqlanonError(
-            f"action hash: set the environment variable {HASH_KEY_ENV} to a secret key "
-            f"(at least {MIN_KEY_BYTES} bytes, e.g. `openssl rand -hex 32`)"
-        )
-    key = value.encode("utf-8")
-    if len(key) < MIN_KEY_BYTES:
-        raise SqlanonError(
-            f"action hash: {HASH_KEY_ENV} is {len(key)} bytes; a key needs at least {MIN_KEY_BYTES}"
-        )
-    return key
+    return secrets.read_key("hash", env)
 
 
 def _hash(col: Sql) -> Sql:
-    return hash_text(col, hash_key())
+    hash_key()  # refused here, before any statement, when the key is missing or short
+    return hash_text(col, "hash")
 
 
 def release_sql(
@@ -185,12 +171,26 @@ def release_sql(
 # ---------------------------------------------------------------------------------------------------
 
 
+def secret_columns(policy: Policy) -> list[str]:
+    """The columns whose published values need a secret key: hashed identifiers, perturbed columns."""
+    return [c.name for c in policy.identifiers if c.action == "hash"] + [c.name for c in policy.perturbed]
+
+
 def check_hash_release(policy: Policy, kind: str) -> None:
-    """A keyed hash inside a view would put the key (its HMAC pads) in the view's definition,
-    which readers can see; only a materialised table keeps it out of the release."""
+    """A release that needs a secret (a hashed identifier, a perturbed column) is published as a
+    table: its SQL reads the key from the session's secret relation, which a view cannot reach at
+    read time, and a view whose definition held the key would give it to every reader (PostgreSQL
+    shows view definitions to any role). The key is read here, so a missing one fails before any work."""
     hashed = [c.name for c in policy.identifiers if c.action == "hash"]
-    if hashed and kind == "view":
+    if hashed:
+        hash_key()
+    if policy.perturbed:
+        secrets.read_key("perturb")
+    names = secret_columns(policy)
+    if names and kind == "view":
+        key, what = ("action", "action hash") if names[0] in hashed else ("perturb", "perturb")
         raise SqlanonError(
-            f"columns.{hashed[0]}.action: hash needs publishing as a table (--as table or publish.as: "
-            "table); a view's definition would show the hash key to its readers"
+            f"columns.{names[0]}.{key}: {what} needs publishing "
+            "as a table (--as table or publish.as: table); a view would need the secret key at every read, "
+            "where its readers could reach it"
         )
