@@ -92,6 +92,7 @@ class Profiler:
 
     def install(self) -> None:
         import sqlanon.engines.base as eng
+        import sqlanon.metrics.optimum as opt
         import sqlanon.publish as pub
 
         prof = self
@@ -134,11 +135,15 @@ class Profiler:
 
         for name in self.PHASES:
             attr = self.PHASE_FUNCTIONS.get(name, name)
-            orig = getattr(pub, attr, None)
-            if orig is None:
-                continue
-            setattr(pub, attr, self._phase(name, orig))
-            prof.installed.append(f"publish.{attr}")
+            # The search and the choice are called by sqlanon.metrics.optimum.walk (issue 33: in
+            # the database or on the local copy), the other phases by sqlanon.publish.
+            for mod, shown in ((pub, "publish"), (opt, "optimum")):
+                orig = getattr(mod, attr, None)
+                if orig is None:
+                    continue
+                setattr(mod, attr, self._phase(name, orig))
+                prof.installed.append(f"{shown}.{attr}")
+                break
 
     def _phase(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -1,5 +1,5 @@
 """sqlanon: a SQL-pushdown anonymiser. The public Python API is re-exported here (see
-:mod:`sqlanon.api` and the README's *Python API*)."""
+:mod:`sqlanon.api` and docs/api.md)."""
 
 from sqlanon.api import (
     AnonymiseResult,

@@ -24,7 +24,9 @@ from sqlanon.dbt.project import write_project
 from sqlanon.engines import Backend
 from sqlanon.engines import connect as _connect
 from sqlanon.engines.catalog import identify, leftovers
+from sqlanon.engines.definer import cleanup as _definer_cleanup
 from sqlanon.errors import SqlanonError
+from sqlanon.hipaa import warnings as hipaa_warnings
 from sqlanon.lattice import build_hierarchies, check_coverage, parse_levels
 from sqlanon.measure.assessment import assess as _assess
 from sqlanon.measure.assessment import check_columns
@@ -68,7 +70,7 @@ def load_policy(policy: PolicyLike, base_dir: str | Path | None = None) -> Polic
 
 
 def connect(url: str | Path | None = None, *, create: bool = False) -> Connection:
-    """Open a session on ``url`` (see the README's ``--db``); use it as a context manager."""
+    """Open a session on ``url`` (see docs/cli.md, ``--db``); use it as a context manager."""
     return _connect(str(url) if url is not None else None, create=create)
 
 
@@ -82,6 +84,17 @@ def _session(db: DatabaseLike, *, create: bool = False) -> Iterator[Backend]:
         yield be
     finally:
         be.close()
+
+
+def k_scope(pol: Policy, measured: Sequence[str] | None = None) -> dict[str, Any]:
+    """Over which QIs k holds (``k_over``) and what protects the QIs left out of it
+    (``perturbed_qis``: name -> the perturbation): a perturbed QI is published perturbed, not
+    generalised, so the classes and k are over the others only (issue 34: "k = 5" was printed
+    while a GROUP BY over every declared QI found classes of one). ``measured``: the QIs a
+    measurement grouped by (default: the release's, every QI that is not perturbed)."""
+    kept = list(measured) if measured is not None else [c.name for c in pol.quasi if c.perturb is None]
+    left = {c.name: c.perturb.describe() for c in pol.quasi if c.perturb is not None and c.name not in kept}
+    return {"k_over": kept, "perturbed_qis": left}
 
 
 # -- results -------------------------------------------------------------------------------------
@@ -98,7 +111,7 @@ class _Result:
 
 @dataclass(frozen=True)
 class AssessResult(_Result):
-    """``sqlanon assess --json``: see the README's *assess --json* table."""
+    """``sqlanon assess --json``: see docs/cli.md, *assess --json*."""
 
     source: str = ""
     rows: int = 0
@@ -205,8 +218,10 @@ def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
     with _session(db) as be:
         hierarchies = build_hierarchies(pol, check_columns(be, pol))
         out = _assess(be, pol, validate=lambda ft: check_coverage(be, hierarchies, ft))
+        out.setdefault("warnings", []).extend(hipaa_warnings(be, pol))
         if pol.perturbed:
             out["perturbation"] = materialise(be, pol).measured
+        out.update(k_scope(pol, out["quasi_identifiers"]))
         return AssessResult.of(out)
 
 
@@ -258,6 +273,9 @@ def anonymise(
             publish_as=publish_as,
             progress=progress,
         )
+    out.update(k_scope(pol))
+    if out.get("published"):
+        out["published"].update(k_scope(pol, out["published"]["quasi_identifiers"]))
     return AnonymiseResult.of(out)
 
 
@@ -280,14 +298,22 @@ def evaluate(
         if levels is not None:
             raise SqlanonError("--levels: a Mondrian release has no levels; drop --levels or the algorithm")
         with _session(db) as be:
-            return EvaluateResult.of(evaluate_mondrian(be, pol))
+            return EvaluateResult.of(_scoped(pol, evaluate_mondrian(be, pol)))
     if levels is None:
         raise SqlanonError(
             "--levels: give the node to evaluate, e.g. --levels 'Age=1' (or --algorithm mondrian)"
         )
     text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
     with _session(db) as be:
-        return EvaluateResult.of(evaluate_node(be, pol, text))
+        return EvaluateResult.of(_scoped(pol, evaluate_node(be, pol, text)))
+
+
+def _scoped(pol: Policy, out: dict[str, Any]) -> dict[str, Any]:
+    """An evaluation with :func:`k_scope` at its top and in its assessment."""
+    out.update(k_scope(pol))
+    if out.get("assess"):
+        out["assess"].update(k_scope(pol, out["assess"].get("quasi_identifiers")))
+    return out
 
 
 def profile(
@@ -397,15 +423,16 @@ def hierarchy_file(
 
 
 def cleanup(db: DatabaseLike, *, drop: bool = False) -> list[str]:
-    """Staging relations left by killed publishing runs of older versions (``sqlanon cleanup``);
-    with ``drop`` they are removed. Returns their names."""
+    """Staging relations left by killed publishing runs of older versions (``sqlanon cleanup``),
+    and on PostgreSQL the function and row type of a published view dropped by hand; with
+    ``drop`` they are removed. Returns their names."""
     with _session(db) as be:
         found = leftovers(be)
         for rid in found:
             if drop:
                 be.execute(f"ddl/drop_{rid.kind}", kind="drop", target=rid.relation())
                 be.commit()
-        return [f"{rid.kind} {rid}" for rid in found]
+        return [f"{rid.kind} {rid}" for rid in found] + _definer_cleanup(be, remove=drop)
 
 
 def dbt_project(

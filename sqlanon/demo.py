@@ -90,7 +90,5 @@ def run_demo(db: str | None, *, as_json: bool, console: Console, quiet: bool = F
         "`sqlanon demo --db demo.duckdb` to keep it"
     )
     console.print(f"\n{where}; read it with SELECT * FROM {policy.target}.")
-    console.print(
-        "Full figures: `sqlanon assess fixtures/patients.yaml --db demo.duckdb` (README, *Commands*)."
-    )
+    console.print("Full figures: `sqlanon assess fixtures/patients.yaml --db demo.duckdb` (docs/cli.md).")
     return result

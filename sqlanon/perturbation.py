@@ -121,8 +121,11 @@ def parse_perturbation(key: str, spec: Any, role: str) -> Perturbation:
         raise _fail(f"{key}.start", "start only applies with width")
     start = _num(f"{key}.start", spec["start"], lo=-math.inf) if "start" in spec else None
     step = _num(f"{key}.round", spec["round"], lo=0) if "round" in spec else None
-    if step is not None and step <= 0:
-        raise _fail(f"{key}.round", f"must be > 0 (the step values are rounded to), got {spec['round']!r}")
+    if step is not None and not 1e-9 <= step <= 1e15:
+        raise _fail(
+            f"{key}.round",
+            f"must be between 1e-9 and 1e15 (the step values are rounded to), got {spec['round']!r}",
+        )
     return Perturbation(
         method=method,
         distribution=distribution,

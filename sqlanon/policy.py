@@ -15,15 +15,18 @@ from typing import Any
 import yaml
 
 from sqlanon.errors import PolicyError, SqlanonError
+from sqlanon.likeness import LIKENESS_KEYS, LikenessRequirement, parse_likeness
 from sqlanon.perturbation import Perturbation, parse_perturbation, parse_row_key, refuse_seed
 from sqlanon.relation import Relation
+from sqlanon.search_where import parse_where
+from sqlanon.uniqueness import UNIQUENESS_KINDS, parse_uniqueness
 
 ROLES = ("identifier", "quasi", "sensitive", "insensitive")
 ROLE_ALIASES = {"qi": "quasi", "quasi-identifier": "quasi", "quasi_identifier": "quasi", "id": "identifier"}
 ACTIONS = ("drop", "mask", "hash")
 L_KINDS = ("distinct", "entropy", "recursive")
 T_MEASURES = ("emd-equal", "emd-ordered", "kl")
-RISK_KINDS = ("prosecutor", "average", "marketer", "journalist")
+RISK_KINDS = ("prosecutor", "average", "marketer", "journalist", *UNIQUENESS_KINDS)
 ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive", "mondrian")
 PUBLISH_AS = ("view", "table")
 SEARCH_SCOPES = ("optimum", "minimal")
@@ -112,6 +115,7 @@ class Privacy:
     suppression: float = 0.0
     suppression_mode: str = "remove"  # remove the records of violating classes, or mask their QIs
     risk: dict[str, float] = field(default_factory=dict)
+    likeness: tuple[LikenessRequirement, ...] = ()  # delta-disclosure, beta-likeness: sqlanon.likeness
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class Search:
     #: ``optimum``: Flash skips nodes whose metric bound already loses to a satisfying node it has
     #: found (ARX's pruning); ``minimal``: every minimal node is listed (see the README).
     scope: str = "optimum"
+    where: str = "auto"  # where the search walks: sqlanon.search_where
 
 
 @dataclass(frozen=True)
@@ -296,7 +301,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     sensitive = {c.name for c in columns if c.role == "sensitive"}
 
     priv_raw = _mapping("privacy", data.get("privacy") or {})
-    _known("privacy", priv_raw, ("k", "l", "t", "suppression", "suppression_mode", "risk"))
+    _known("privacy", priv_raw, ("k", "l", "t", "suppression", "suppression_mode", "risk", *LIKENESS_KEYS))
     mode = priv_raw.get("suppression_mode", "remove")
     if mode not in SUPPRESSION_MODES:
         raise _fail(
@@ -314,13 +319,14 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     if priv_raw.get("risk") is not None:
         r = _mapping("privacy.risk", priv_raw["risk"])
         _known("privacy.risk", r, RISK_KINDS)
-        for name, val in r.items():
+        risk = parse_uniqueness(r)  # sample and population uniqueness (sqlanon.uniqueness)
+        for name, val in [(n, v) for n, v in r.items() if n not in risk]:
             risk[name] = _number(f"privacy.risk.{name}", val, lo=0, hi=1, lo_open=True)
         if "journalist" in risk and population is None:
             raise _fail("privacy.risk.journalist", "journalist risk needs a population relation")
 
     search_raw = _mapping("search", data.get("search") or {})
-    _known("search", search_raw, ("algorithm", "metric", "scope"))
+    _known("search", search_raw, ("algorithm", "metric", "scope", "where"))
     algorithm = search_raw.get("algorithm", "flash")
     if algorithm not in ALGORITHMS:
         raise _fail("search.algorithm", f"expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
@@ -349,8 +355,10 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         target=target,
         population=population,
         columns=columns,
-        privacy=Privacy(k=k, l=l_req, t=t_req, suppression=suppression, suppression_mode=mode, risk=risk),
-        search=Search(algorithm=algorithm, metric=metric, scope=scope),
+        privacy=Privacy(
+            k, l_req, t_req, suppression, mode, risk, likeness=parse_likeness(priv_raw, sensitive)
+        ),
+        search=Search(algorithm=algorithm, metric=metric, scope=scope, where=parse_where(search_raw)),
         publish_as=publish_as,
         publish_grant=tuple(g) if isinstance(g := publish_raw.get("grant") or [], list) else (g,),
         base_dir=Path(base_dir),

@@ -43,13 +43,13 @@ from sqlanon.lattice import (
 )
 from sqlanon.lattice.mondrian import mondrian_release
 from sqlanon.measure.release import release_check
-from sqlanon.metrics import choose, score, value
+from sqlanon.metrics import score, value
 from sqlanon.metrics.evaluate import mondrian_metrics
-from sqlanon.metrics.optimum import check_node_release, search
+from sqlanon.metrics.optimum import check_node_release, walk
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
-from sqlanon.transform.perturb import Perturbed, materialise, search_policy
+from sqlanon.transform.perturb import Perturbed, materialise, search_policy, shown
 from sqlanon.transform.release import check_hash_release, internal_prefix, release_context, release_sql
 
 
@@ -85,10 +85,10 @@ def anonymise(
             raise SqlanonError("--levels: a Mondrian release has no levels; drop --levels or the algorithm")
         return _anonymise_mondrian(be, policy, plan, pert, out, kind, target, replace, dry_run, pre, progress)
     if levels is None:
-        result = search(plan, algorithm or policy.search.algorithm, metric, progress)
-        node, best = choose(plan, result, metric)
+        result, node, best, where = walk(plan, algorithm or policy.search.algorithm, metric, progress)
         out.update(
             {
+                **where,
                 "algorithm": result.algorithm,
                 "minimal_nodes": [node_map(plan, n) for n in result.minimal],
                 "nodes_total": result.nodes_total,
@@ -128,7 +128,7 @@ def anonymise(
     excluded = [c for c in src_cols if c not in {s.name for s in policy.columns}]
     out["excluded_columns"] = excluded
     if pert.measured is not None:
-        out["perturbation"] = pert.measured
+        out["perturbation"] = shown(pert.measured, res.bad_records)
     sql = release_sql(
         policy, plan.hierarchies, node, be.dialect, target or Relation("release"), kind, src_cols, pert.ctx
     )
@@ -166,6 +166,11 @@ def notes(dialect: str, kind: str) -> list[str]:
         out.append(
             "a DuckDB file has no access control: whoever can open it reads the source and everything "
             "else in it, not only the release; give readers a copy holding the release alone"
+        )
+    if dialect == "spark":
+        out.append(
+            "Spark has no access control of its own here: whoever can reach the session, the warehouse "
+            "directory or the files reads the source too; give readers a copy holding the release alone"
         )
     if dialect == "postgres":
         out.append(
@@ -451,6 +456,5 @@ def compile_release(
     if levels_text is not None:
         node = parse_levels(levels_text, plan.qi_names, plan.heights)
     else:
-        result = search(plan, policy.search.algorithm, policy.search.metric)
-        node, _ = choose(plan, result, policy.search.metric)
+        _result, node, _, _where = walk(plan, policy.search.algorithm, policy.search.metric)
     return release_sql(policy, plan.hierarchies, node, dialect, target, kind, src_cols, pert.ctx)

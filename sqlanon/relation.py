@@ -26,15 +26,22 @@ class Relation:
 
     @classmethod
     def parse(cls, text: str, *, what: str = "relation") -> Relation:
-        """Parse ``main.patients`` or ``"my schema"."odd;name"`` (DuckDB quoting rules).
+        """Parse ``main.patients`` or ``"my schema"."odd;name"`` (DuckDB quoting rules), or a name
+        in Spark's backtick quoting (``parquet.`/data/x.parquet```, a file as Spark reads it), which
+        DuckDB's rules would split at the backticks.
 
         >>> Relation.parse('main."pa tients"')
         Relation(name='pa tients', schema='main', catalog=None)
+        >>> Relation.parse('parquet.`/data/x.parquet`')
+        Relation(name='/data/x.parquet', schema='parquet', catalog=None)
         """
         if not isinstance(text, str) or not text.strip():
             raise SqlanonError(f"{what}: expected a relation name, got {text!r}")
+        # A backtick inside "..." is a character of the name (DuckDB's rules); without any double
+        # quote, backticks quote (Spark's rules, doubled inside).
+        dialect = "spark" if "`" in text and '"' not in text else "duckdb"
         try:
-            table = exp.to_table(text, dialect="duckdb")
+            table = exp.to_table(text, dialect=dialect)
         except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
             table = None
         if table is None or not isinstance(table, exp.Table) or not table.name:

@@ -2,11 +2,13 @@
 commented starting policy; ``sqlanon hierarchy`` writes an ARX-format hierarchy file covering every
 value of a column, its labels computed by the same SQL the release uses (issue 16).
 
-The suggestions are heuristics for a person to review, as ARX's and sdcMicro's wizards are: a column
-whose values are (nearly) all distinct is a likely direct identifier; numbers get intervals sized
-from their range, dates months and years, fixed-width codes masking from the right, short
-categorical text no hierarchy (value or ``*``); everything else is left insensitive, and the
-sensitive attributes are the user's call.
+The suggestions are heuristics for a person to review, as ARX's and sdcMicro's wizards are, made
+as a careful analyst would (issue 34): quasi-identifiers are the demographics an outsider can know
+(by name: age, sex, race, marital status, education, ZIP, birth date, region, occupation...); a
+person's money and health are sensitive; measures, constant columns and columns of unknown meaning
+are insensitive; HIPAA Safe Harbor identifiers (:mod:`sqlanon.hipaa`) are dropped, a ZIP code kept
+to 3 digits and a date to its year; values unique to a row are identifiers. The file says why per
+column, and the size of the lattice the search will span (kept under :data:`MAX_LATTICE`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from sqlanon import hipaa
 from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
@@ -93,43 +96,146 @@ def nice_width(lo: float, hi: float, bands: int = 10) -> float:
     return raw  # pragma: no cover - the loop always returns
 
 
-def suggest(p: ColumnProfile, rows: int) -> tuple[str, dict[str, Any] | None, str]:
-    """(role, hierarchy or None, why) for one column."""
+#: Words of a column name that say it is a demographic attribute an outsider can know (Sweeney's
+#: ZIP, birth date and sex; the census's age, race, marital status, education, occupation...).
+DEMOGRAPHIC = frozenset(
+    "age agegroup sex gender race ethnicity ethnic marital maritl married marriage education educ edu "
+    "degree schooling birth born yob region occupation occup job jobclass workclass profession employment "
+    "nationality citizenship country native language state province".split()
+)
+#: Parts of a name (inside a word) that say the same: ``maritalstatus``, ``native_country``.
+DEMOGRAPHIC_PARTS = ("marital", "maritl", "educat", "occupat", "ethnic", "gender", "national", "birth")
+#: A person's money: what an analyst protects (sensitive), not what an outsider knows. Parts of a
+#: word, so ``logwage`` and ``salary-class`` count (a log of a wage is as private as the wage).
+MONEY_PARTS = ("wage", "salar", "income", "earning", "payroll", "compensation", "bonus", "wealth")
+#: Other attributes to protect: health, beliefs, union membership (GDPR's special categories).
+PRIVATE = frozenset(
+    "health diagnosis diagnoses disease condition illness treatment medication drug hiv religion "
+    "union disability pregnancy pregnant smoker icd".split()
+)
+#: Measures: neither known from outside nor singled out by themselves (insensitive, to review).
+MEASURE = frozenset(
+    "price cost amount score total balance revenue sales spend spending fee fees charge charges "
+    "expense expenses value rate ratio sum mean avg count".split()
+)
+#: Above this many lattice nodes the least useful text QIs are left out (Flash stays quick and a
+#: release keeps detail; issue 34: an 80,000-node start on CPS1985 blanked every number).
+MAX_LATTICE = 5000
+#: The end of the note on a column of unknown meaning (a fallback QI when no demographic is found).
+UNKNOWN = ", not a known demographic: mark it quasi if an outsider can know it"
+
+
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 category``, ``3 categories``.
+
+    >>> _plural(1, "category", "categories"), _plural(3, "category", "categories")
+    ('1 category', '3 categories')
+    """
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def _kind_of_name(name: str) -> str | None:
+    """``money``, ``private``, ``demographic``, ``measure`` or None, from the name's words."""
+    ws = hipaa.words(name)
+    if any(part in w for w in ws for part in MONEY_PARTS):
+        return "money"
+    if PRIVATE & set(ws):
+        return "private"
+    if DEMOGRAPHIC & set(ws) or any(part in w for w in ws for part in DEMOGRAPHIC_PARTS):
+        return "demographic"
+    if MEASURE & set(ws) or any(w.startswith("log") and len(w) > 3 for w in ws):
+        return "measure"
+    return None
+
+
+def _continuous(p: ColumnProfile) -> bool:
+    """A number with decimals and many distinct values: a measurement, not a category."""
     c = p.column
-    if p.non_null == 0:
-        return "insensitive", None, "all NULL"
-    unique_share = p.distinct / p.non_null
-    if rows > 1 and unique_share >= NEAR_UNIQUE and not (c.numeric and "." in (p.lo or "")):
-        return "identifier", None, f"{p.distinct} distinct values in {p.non_null} rows: it singles people out"
+    decimals = not c.integral or "." in (p.lo or "") or "." in (p.hi or "")
+    return c.numeric and decimals and p.distinct > CATEGORICAL_MAX // 5
+
+
+def _qi_hierarchy(p: ColumnProfile) -> tuple[dict[str, Any] | None, str]:
+    """The starting hierarchy of a quasi-identifier, by its type, and why."""
+    c = p.column
     if c.temporal:
-        return "quasi", {"date": ["month", "year"]}, "a date: months, then years"
+        return {"date": ["year"]}, "a date: kept to the year (HIPAA Safe Harbor keeps years only)"
     if c.numeric and p.lo is not None and p.hi is not None:
         lo, hi = float(p.lo), float(p.hi)
         w: float = nice_width(lo, hi)
-        if "INT" in c.type.upper():
+        if c.integral:
             w = max(1, int(w))  # whole numbers: whole bands
         start = math.floor(lo / w) * w
         start = int(start) if float(start).is_integer() else start
         widths = [w, w * 2, w * 4]
-        return (
-            "quasi",
-            {"interval": {"widths": widths, "start": start}},
-            f"numbers from {p.lo} to {p.hi}: bands of {', '.join(map(str, widths))}",
-        )
+        bands = ", ".join(map(str, widths))
+        return {
+            "interval": {"widths": widths, "start": start}
+        }, f"numbers from {p.lo} to {p.hi}: bands of {bands}"
     if p.lo is not None and p.lo == p.hi and p.distinct > CATEGORICAL_MAX:
         length = int(p.lo)
+        return {"mask": "right", "levels": max(1, length - 1)}, f"a code of {length} characters: masked"
+    cats = _plural(p.distinct, "category", "categories")
+    return None, f"{cats}: the value or '*' (write a map to group them)"
+
+
+def _zip_hierarchy(p: ColumnProfile) -> tuple[dict[str, Any], str]:
+    """A ZIP code's hierarchy, with the level that keeps 3 digits (Safe Harbor's most)."""
+    if p.column.numeric:
         return (
-            "quasi",
-            {"mask": "right", "levels": max(1, length - 1)},
-            f"a code of {length} characters: masked",
+            {"interval": {"widths": [100, 1000, 10000], "start": 0}},
+            "level 1 (bands of 100) is the 3-digit area; publish at level 1 or above",
         )
-    if p.distinct <= CATEGORICAL_MAX:
-        return "quasi", None, f"{p.distinct} categories: the value or '*' (write a map to group them)"
+    length = int(p.hi or 5)
+    levels = max(1, length - 1)
     return (
-        "insensitive",
-        None,
-        f"{p.distinct} distinct texts: review (free text is rarely a quasi-identifier)",
+        {"mask": "right", "levels": levels},
+        f"a code of up to {length} characters, masked; level {max(1, length - 3)} keeps 3 digits: "
+        "publish there or above",
     )
+
+
+def suggest(
+    p: ColumnProfile, rows: int, found: hipaa.Match | None = None
+) -> tuple[str, dict[str, Any] | None, str]:
+    """(role, hierarchy or None, why) for one column, as a careful analyst would guess it: QIs are
+    what an outsider can know (demographics, by name), a person's money and health are sensitive,
+    measures and columns of unknown meaning are insensitive, identifiers are removed (HIPAA Safe
+    Harbor's kinds ``found`` by :mod:`sqlanon.hipaa`, or values unique to a row)."""
+    c = p.column
+    if p.non_null == 0:
+        return "insensitive", None, "all NULL: it carries nothing"
+    if rows > 1 and p.distinct == 1 and p.non_null == rows:
+        return "insensitive", None, "one value in every row: it carries nothing, so it is published as is"
+    if found is not None and found.treatment == hipaa.DROP:
+        return "identifier", None, f"{found.label}, by {found.detail}: {found.advice}"
+    if found is not None and found.treatment == hipaa.ZIP3:
+        h, why = _zip_hierarchy(p)
+        return "quasi", h, f"{found.label} (ZIP code), by {found.detail}: {why}"
+    if found is not None and found.treatment == hipaa.YEAR and c.temporal:
+        return "quasi", {"date": ["year"]}, f"{found.label}, by {found.detail}: {found.advice}"
+    named = _kind_of_name(c.name)
+    age90 = f"; {found.label}: {found.advice}" if found is not None and found.treatment == hipaa.AGE90 else ""
+    if named == "money":
+        return "sensitive", None, "a person's money (by its name): protect it; an outsider rarely knows it"
+    if named == "private":
+        return "sensitive", None, "health, beliefs or membership (by its name): protect it"
+    if named == "demographic":
+        h, why = _qi_hierarchy(p)
+        return "quasi", h, f"a demographic attribute (by its name), which an outsider can know; {why}{age90}"
+    unique_share = p.distinct / p.non_null
+    if rows > 1 and unique_share >= NEAR_UNIQUE and not _continuous(p):
+        return "identifier", None, f"{p.distinct} distinct values in {p.non_null} rows: it singles people out"
+    if named == "measure" or _continuous(p):
+        why = "by its name" if named == "measure" else f"continuous, {p.distinct} distinct values"
+        return "insensitive", None, f"a measure ({why}): mark it sensitive if it is private"
+    if c.numeric or c.temporal:
+        what = f"numbers from {p.lo} to {p.hi}"
+    elif p.distinct <= CATEGORICAL_MAX:
+        what = _plural(p.distinct, "category", "categories")
+    else:
+        what = f"{p.distinct} distinct texts (free text is rarely a quasi-identifier)"
+    return "insensitive", None, f"{what}{UNKNOWN}"
 
 
 def _yaml_value(v: Any) -> str:
@@ -190,22 +296,84 @@ def _source(rel: Relation) -> str:
     return _yaml_value({k: v for k, v in parts.items() if v is not None})
 
 
+def _height(p: ColumnProfile, hierarchy: dict[str, Any] | None) -> int:
+    """Levels of the column's hierarchy (raw value to '*'), as the search will build it."""
+    c = p.column
+    h = build_hierarchy(
+        c.name, hierarchy, numeric=c.numeric, base_dir=Path("."), temporal=c.temporal, type_name=c.type
+    )
+    return h.height + 1
+
+
+def _guess(be: Backend, rel: Relation, rows: int, profiles: list[ColumnProfile]) -> list[tuple[Any, ...]]:
+    """(profile, role, hierarchy, why) per column; text QIs with the most categories are left out
+    while the lattice would exceed :data:`MAX_LATTICE` nodes."""
+    maxima = {p.column.name: _number(p.hi) for p in profiles if p.column.numeric}
+    found = hipaa.detect(be, rel, [p.column for p in profiles], maxima)
+    out = [[p, *suggest(p, rows, found.get(p.column.name))] for p in profiles]
+    if not any(g[1] == "quasi" for g in out):
+        _fallback(out)
+    levels = {i: _height(g[0], g[2]) for i, g in enumerate(out) if g[1] == "quasi"}
+    nodes = math.prod(levels.values())
+    optional = sorted(
+        (i for i in levels if out[i][2] is None and out[i][0].column.name not in found),
+        key=lambda i: -out[i][0].distinct,
+    )
+    for i in optional:
+        if nodes <= MAX_LATTICE:
+            break
+        nodes //= levels.pop(i)
+        out[i][1:] = [
+            "insensitive",
+            None,
+            f"{out[i][3]}; left out to keep the lattice under {MAX_LATTICE:,} nodes",
+        ]
+    return [tuple(g) for g in out]
+
+
+def _fallback(out: list[list[Any]]) -> None:
+    """No demographic found, yet a policy needs a quasi-identifier to measure anything: the columns
+    of unknown meaning become QIs (their values could be known), else the insensitive ones."""
+    unknown = [g for g in out if g[1] == "insensitive" and g[3].endswith(UNKNOWN)]
+    for g in unknown or [g for g in out if g[1] == "insensitive"][:1]:
+        h, why = _qi_hierarchy(g[0])
+        g[1:] = [
+            "quasi",
+            h,
+            f"{why}; no demographic column was found, so taken as a quasi-identifier: review",
+        ]
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return None if text is None else float(text)
+    except ValueError:
+        return None
+
+
 def init_policy(be: Backend, rel: Relation, k: int = 5) -> str:
-    """A commented starting policy (YAML text) for ``rel``."""
+    """A commented starting policy (YAML text) for ``rel``: a comment per column says why its role
+    was guessed, and the header gives the size of the lattice the search will span."""
     rows, profiles = profile_table(be, rel)
     if rows == 0:
         raise SqlanonError(f"--table: relation {str(rel)!r} is empty; nothing to profile")
+    guesses = _guess(be, rel, rows, profiles)
+    qis = [(p.column.name, _height(p, h)) for p, role, h, _ in guesses if role == "quasi"]
+    nodes = math.prod(n for _, n in qis)
+    shape = " x ".join(f"{_comment(name)} {n}" for name, n in qis) or "no quasi-identifier"
     lines = [
         f"# Starting policy for {_comment(str(rel))}, written by `sqlanon init` from a profile of its "
-        f"{rows} rows.",
-        "# Review every role: sqlanon guessed from the data alone. Mark the attributes to protect",
-        "# (diagnoses, salaries...) as `role: sensitive`; undeclared columns are not published.",
+        f"{_plural(rows, 'row')}.",
+        "# Review every role: sqlanon guessed from names and data. Quasi-identifiers are what an outsider",
+        "# can know (demographics); a person's money and health are sensitive; measures and columns of",
+        "# unknown meaning are insensitive; HIPAA Safe Harbor identifiers are dropped. Undeclared columns",
+        "# are not published.",
+        f"# The search spans {_plural(nodes, 'node')} ({shape} levels).",
         f"source: {_source(rel)}",
         f"target: {_source(rel.with_name(rel.name + '_anon'))}",
         "columns:",
     ]
-    for p in profiles:
-        role, hierarchy, why = suggest(p, rows)
+    for p, role, hierarchy, why in guesses:
         spec: dict[str, Any] = {"role": role}
         if role == "identifier":
             spec["action"] = "drop"

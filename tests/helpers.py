@@ -31,13 +31,18 @@ def cli_json(*args: str) -> dict[str, Any]:
     return json.loads(out)
 
 
+#: Keys that differ by engine by design: the SQL dialect, what each engine cannot hide, and where
+#: the lattice was walked (locally on PostgreSQL and Spark, in-process on DuckDB).
+ENGINE_SPECIFIC = ("dialect", "notes", "search_location", "rows_transferred")
+
+
 def same(a: Any, b: Any, path: str = "") -> None:
     """Equal JSON, floats to 1e-9 relative (parallel sums differ in the last bits; two plans may
-    sum doubles in different orders); ``dialect`` and ``notes`` keys (engine-specific) are not compared."""
+    sum doubles in different orders); the keys of ENGINE_SPECIFIC are not compared."""
     if isinstance(a, dict) and isinstance(b, dict):
         assert a.keys() == b.keys(), f"{path}: keys {sorted(a.keys() ^ b.keys())}"
         for k in a:
-            if k not in ("dialect", "notes"):  # the notes say what each engine cannot hide
+            if k not in ENGINE_SPECIFIC:
                 same(a[k], b[k], f"{path}.{k}")
     elif isinstance(a, list) and isinstance(b, list):
         assert len(a) == len(b), f"{path}: {len(a)} != {len(b)} items"

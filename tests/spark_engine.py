@@ -8,10 +8,17 @@ no Java) fails the run; elsewhere the Spark tests are skipped with a note saying
 
 Test data is loaded with Spark's DataFrame writer (bypassing sqlanon), and the tests' own SQL
 (written in DuckDB's dialect, double-quoted identifiers) is transpiled to Spark SQL by sqlglot.
+
+tests/test_spark_cluster.py starts real services from pyspark's own scripts with the helpers at the
+end (:func:`start_standalone`: ``bin/spark-class`` master and worker; :func:`start_connect`:
+``sbin/start-connect-server.sh``), each in a process group of its own that :meth:`Service.stop`
+ends whole.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import shutil
 import tempfile
 import time
@@ -143,3 +150,241 @@ class SparkData:
             for t in cat.listTables(f"`{d.name}`")
             if not t.isTemporary
         }
+
+
+# -- services started from pyspark's own scripts (tests/test_spark_cluster.py) ---------------------
+
+#: Seconds a service may take to open its port (a JVM on two busy cores: about 5 to 15 s).
+SERVICE_START_S = 120.0
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback now (the OS's choice; a small race until it is bound)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Service:
+    """A Spark daemon started here, in a process group of its own (the worker's executors and a
+    script's java child are in it too), stopped with the whole group."""
+
+    name: str
+    proc: Any
+    log: Path
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self) -> None:
+        import os
+        import signal
+        import subprocess
+
+        if self.proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+#: Every service started by this process: stopped at exit too, should a fixture's teardown not run.
+_RUNNING: list[Service] = []
+
+
+@atexit.register
+def _stop_all() -> None:
+    for service in reversed(_RUNNING):
+        with contextlib.suppress(Exception):
+            service.stop()
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def service_env(work: Path, conf: dict[str, str]) -> dict[str, str]:
+    """The environment of a Spark daemon or driver started for the tests: everything under
+    ``work`` (configuration, logs, pid files, scratch space), loopback only, small daemons.
+    ``conf`` becomes the ``spark-defaults.conf`` that drivers read (as a cluster's site
+    configuration would hold it)."""
+    import os
+
+    for sub in ("conf", "logs", "pids", "local"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    (work / "conf" / "spark-defaults.conf").write_text(
+        "".join(f"{k} {v}\n" for k, v in conf.items()), encoding="utf-8"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    env.update(
+        SPARK_HOME=str(spark_home()),
+        SPARK_CONF_DIR=str(work / "conf"),
+        SPARK_LOG_DIR=str(work / "logs"),
+        SPARK_PID_DIR=str(work / "pids"),
+        SPARK_LOCAL_DIRS=str(work / "local"),
+        SPARK_WORKER_DIR=str(work / "local"),
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOCAL_HOSTNAME="localhost",
+        SPARK_DAEMON_MEMORY="256m",
+        SPARK_NO_DAEMONIZE="1",  # sbin scripts stay in the foreground: the test owns the process
+    )
+    return env
+
+
+def start_service(name: str, cmd: Sequence[str], env: dict[str, str], work: Path, ready: Any) -> Service:
+    """Start ``cmd`` in its own process group, its output in ``work/logs/<name>.out``, and wait
+    until ``ready(service)`` is true; a service that exits or takes too long is stopped and
+    raises RuntimeError with the end of its log."""
+    import subprocess
+
+    log = work / "logs" / f"{name}.out"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(  # noqa: S603 - pyspark's own scripts, fixed arguments
+            list(cmd),
+            env=env,
+            cwd=work,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    service = Service(name, proc, log)
+    _RUNNING.append(service)
+    deadline = time.monotonic() + SERVICE_START_S
+    while not ready(service):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            service.stop()
+            why = "exited" if proc.poll() is not None else f"not ready after {SERVICE_START_S:.0f} s"
+            raise RuntimeError(f"{name} {why}: {service.tail(5)}")
+        time.sleep(0.5)
+    return service
+
+
+def start_standalone(work: Path, conf: dict[str, str]) -> tuple[str, list[Service]]:
+    """A standalone master and one worker (2 cores, 1 GB for executors) on the loopback, started
+    with ``bin/spark-class`` as pyspark ships it; the ``spark://`` URL and the services (worker
+    first, to be stopped first)."""
+    env = service_env(work, conf)
+    cls = str(spark_home() / "bin" / "spark-class")
+    port = free_port()
+    master = start_service(
+        "master",
+        [
+            cls,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--webui-port",
+            str(free_port()),
+        ],
+        env,
+        work,
+        lambda s: port_open(port),
+    )
+    url = f"spark://127.0.0.1:{port}"
+    try:
+        worker = start_service(
+            "worker",
+            [
+                cls,
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                str(free_port()),
+                "--cores",
+                "2",
+                "--memory",
+                "1g",
+                "--work-dir",
+                str(work / "local"),
+            ],
+            env,
+            work,
+            lambda s: "Successfully registered with master" in s.tail(200),
+        )
+    except BaseException:
+        master.stop()
+        raise
+    return url, [worker, master]
+
+
+def start_connect(work: Path, conf: dict[str, str], token: str) -> tuple[int, Service]:
+    """A Spark Connect server (``sbin/start-connect-server.sh``, in the foreground) on a local
+    master, bound to the loopback, requiring ``token``; its port and the service."""
+    env = service_env(work, conf)
+    env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token  # the environment, so `ps` never shows it
+    # Spark's launcher sizes this driver as a daemon (SPARK_DAEMON_MEMORY, not --driver-memory).
+    env["SPARK_DAEMON_MEMORY"] = "1g"
+    port = free_port()
+    script = str(spark_home() / "sbin" / "start-connect-server.sh")
+    server = start_service(
+        "connect",
+        [
+            script,
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            f"spark.connect.grpc.binding.port={port}",
+        ],
+        env,
+        work,
+        lambda s: port_open(port),
+    )
+    return port, server
+
+
+def run_driver() -> None:
+    """A driver process for a cluster (``python -c 'from tests.spark_engine import run_driver;
+    run_driver()' URL ARGS_JSON``): opens ``URL`` as ``--db`` does (sqlanon's own connect, kept
+    open so that the commands share one Spark application, as a notebook's would), runs each
+    command line of ARGS_JSON through the CLI in this process with ``--db URL``, and prints one
+    JSON list of [exit code, stdout, stderr, seconds]."""
+    import json
+    import sys
+
+    from sqlanon.engines.spark import connect_spark
+    from tests.helpers import cli
+
+    url, commands = sys.argv[1], json.loads(sys.argv[2])
+    backend = connect_spark(url)
+    results = []
+    try:
+        for args in commands:
+            start = time.monotonic()
+            code, out, err = cli(*args, "--db", url)
+            results.append([code, out, err, round(time.monotonic() - start, 1)])
+    finally:
+        backend.close()
+    print(json.dumps(results))

@@ -158,11 +158,19 @@ privacy:
             from sqlanon.scaffold import hierarchy_csv, init_policy
 
             init_policy(be, Relation("patients", "main"))
+            from sqlanon.hipaa import warnings as hipaa_warnings  # assess: an age column's maximum
+
+            hipaa_warnings(be, plan.policy)
             hierarchy_csv(be, Relation("patients", "main"), "Age", {"interval": {"widths": [10, 20]}})
             # The example labels of a node: the largest class of its release (issues 16, 32).
             from sqlanon.transform.examples import release_labels
 
             release_labels(be, plan.policy, plan.hierarchies, {"Postcode": 2, "Age": 1}, coarser=True)
+            # The local walk's copy of the coded table (search/rows; issue 33).
+            from sqlanon.lattice.local import local_plan
+
+            with local_plan(plan) as walked:
+                assert walked.n_rows == plan.n_rows
         # Perturbation: every method in one chain (templates/_macros/perturb.sql.j2) and every
         # measuring template; the default row key (the whole row), so its SQL is recorded too.
         con = duckdb.connect(str(path))

@@ -8,9 +8,11 @@ without NULLs is cut on its values, width (max - min) / (the table's max - min);
 a hierarchy top-down along it (the partition's lowest common label, NULL a label of its own, is
 replaced by the labels one level down, one child each; width (cover - 1) / (distinct - 1), the
 cover being the table's distinct values under that label); any other QI on the rank of its value
-(value order, NULL last), width (max rank - min rank) / (distinct - 1); the lower median by
-records; left = value <= median; every child non-empty and satisfying k (and distinct l); the
-widest allowable dimension, ties to the first QI.
+(value order, NULL last), width (the partition's distinct values) / (the table's), as anonypy's
+span of a categorical column; on an axis two cut points,
+the lower median by records and then the partition's value just below it; left = value <= the cut
+point; every child non-empty and satisfying k (and distinct l); the widest allowable dimension,
+ties to the first QI, then the median cut before the one below it.
 """
 
 from __future__ import annotations
@@ -60,10 +62,10 @@ def reference(
 
             axes.append(("hier", q, label, len(maps) + 1, len(set(vals))))
         elif num and all(v is not None for v in vals):
-            axes.append(({id(r): float(r[q]) for r in rows}, (max(vals) - min(vals)) or 1))
+            axes.append(({id(r): float(r[q]) for r in rows}, (max(vals) - min(vals)) or 1, None))
         else:
             ranks = _rank(vals)
-            axes.append(({id(r): ranks[r[q]] for r in rows}, (len(ranks) - 1) or 1))
+            axes.append(({id(r): ranks[r[q]] for r in rows}, 1, len(ranks)))
 
     def ok(part: list[dict]) -> bool:
         if len(part) < k:
@@ -91,13 +93,18 @@ def reference(
                 if lca > 0:
                     common = label(part[0][q], lca)
                     cover = len({x for x in table_values[q] if label(x, lca) == common})
-                    cands.append(((cover - 1) / ((card - 1) or 1), j, lca - 1))
+                    cands.append(((cover - 1) / ((card - 1) or 1), j, lca - 1, 0))
                 continue
-            v, span = ax
+            v, span, card = ax
             xs = sorted(v[id(r)] for r in part)
+            width = (xs[-1] - xs[0]) / span if card is None else len(set(xs)) / card
             if xs[-1] > xs[0]:
-                cands.append(((xs[-1] - xs[0]) / span, j, xs[math.ceil(len(xs) / 2) - 1]))
-        for _w, j, med in sorted(cands, key=lambda c: (-c[0], c[1])):
+                med = xs[math.ceil(len(xs) / 2) - 1]
+                below = [x for x in xs if x < med]
+                for alt, point in enumerate([med, max(below) if below else None]):
+                    if point is not None and point < xs[-1]:
+                        cands.append((width, j, point, alt))
+        for _w, j, med, _alt in sorted(cands, key=lambda c: (-c[0], c[1], c[3])):
             kids = children(part, j, med)
             if len(kids) >= 2 and all(kid and ok(kid) for kid in kids):
                 return [p for kid in kids for p in cut(kid)]
@@ -226,10 +233,19 @@ def test_view_and_sql(mondb, tmp_path):  # noqa: ANN001
 
 
 def test_bad_policies_are_one_line(mondb, tmp_path):  # noqa: ANN001
-    rows = [[i, 20 + i, "ab"[i % 2], i % 3, "xy"[i % 2]] for i in range(10)]
+    rows = [[i, 20 + i, "ab"[i % 2], i % 3, "x" if i < 8 else "y"] for i in range(10)]
     mondb.load("tb", ["id", "a", "c", "n", "s"], rows, ["BIGINT", "BIGINT", "VARCHAR", "BIGINT", "VARCHAR"])
-    p = _policy(tmp_path / "p.yaml", {"a": "quasi"}, 11, "main.t_bad", "main.tb")
-    with pytest.raises(SqlanonError, match="whole table as one class"):
+    # The whole table fails (s is x 8 times, y twice: exp(entropy) 1.65 < 1.9) whatever the
+    # partitioning (k above the rows, or l above the distinct values, is refused earlier).
+    p = _policy(
+        tmp_path / "p.yaml",
+        {"a": "quasi"},
+        2,
+        "main.t_bad",
+        "main.tb",
+        l={"s": {"kind": "entropy", "l": 1.9}},
+    )
+    with pytest.raises(SqlanonError, match="(?i)whole table|no partition"):
         sqlanon.anonymise(p, mondb.url)
     p = _policy(tmp_path / "p.yaml", {"a": "quasi"}, 2, "main.t_bad", "main.tb", risk={"average": 0.5})
     with pytest.raises(SqlanonError, match="privacy.risk.average"):

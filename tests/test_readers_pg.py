@@ -277,3 +277,230 @@ def test_a_duckdb_release_says_the_file_has_no_access_control(duck_patients: Tes
     out = cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", duck_patients.url, "--as", "table")
     assert any("no access control" in n for n in out["notes"])
     assert not any("every read" in n for n in out["notes"])  # a table is a snapshot
+
+
+# -- issue 32, Readers, second review: the session, the function's settings, access that outlives the view --
+
+
+@pytest.mark.parametrize("where", ["public", "own"])
+def test_a_readers_operator_never_runs_in_a_dbas_session(
+    clinic: tuple[TestDB, str], tmp_path: Path, where: str
+) -> None:
+    """An exact-type ``=`` for (oid, regtype) beats pg_catalog's (oid, oid) in the driver's
+    connect-time probes (SQLAlchemy's hstore lookup ``t.oid = to_regtype(...)``): in ``public``
+    (on every default path) or in the reader's own schema put on the DBA's path by a database
+    default, it ran as the DBA before sqlanon fixed its path and copied a hidden age into a
+    sequence the reader owns."""
+    db, role = clinic
+    db.sql(f"GRANT CREATE ON SCHEMA public TO {role}")
+    schema = "public" if where == "public" else role
+    with _as(db, role) as con:
+        con.execute(f"CREATE SEQUENCE {role}.exfil")
+        con.execute(f"GRANT UPDATE ON SEQUENCE {role}.exfil TO PUBLIC")
+        con.execute(
+            f"CREATE FUNCTION {role}.f(a oid, b regtype) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN "
+            f"BEGIN PERFORM pg_catalog.setval('{role}.exfil', "
+            "(SELECT age FROM main.patients WHERE id = 197)); "
+            "EXCEPTION WHEN OTHERS THEN NULL; END; RETURN a OPERATOR(pg_catalog.=) b::oid; END $$"
+        )
+        con.execute(f"CREATE OPERATOR {schema}.= (LEFTARG = oid, RIGHTARG = regtype, FUNCTION = {role}.f)")
+    pol = _policy()
+    if where == "own":  # the path the DBA's sessions get from the database: unqualified names resolve on it
+        db.sql(f'ALTER DATABASE "{db._dbname}" SET search_path = {role}, public, main')
+        pol["source"] = "patients"
+    try:
+        code, out, err = cli("assess", str(write_policy(tmp_path, pol)), "--db", db.url)
+        assert code in (0, 1), err
+        _publish(db, tmp_path, pol)
+    finally:
+        db.sql(f'ALTER DATABASE "{db._dbname}" RESET search_path')
+    assert len(_released(db)) == 196
+    assert db.sql(f"SELECT last_value, is_called FROM {role}.exfil") == [(1, False)]
+
+
+def _log_messages(con: psycopg.Connection, sql: str) -> list[str]:
+    seen: list[str] = []
+    con.add_notice_handler(lambda d: seen.append(f"{d.message_primary} {d.message_detail} {d.context}"))
+    con.execute(sql).fetchall()
+    return seen
+
+
+def _decoded(text: str) -> str:
+    """The text, plus every Const of a printed parse tree decoded (``:constvalue 9 [ 36 0 0 0 53 ...]``)."""
+    consts = re.findall(r":constvalue \d+ \[([-\d ]+)\]", text)
+    return text + " ".join(bytes(int(b) % 256 for b in c.split()).decode("latin-1") for c in consts)
+
+
+def test_debug_settings_print_no_constant_of_the_release(clinic: tuple[TestDB, str], tmp_path: Path) -> None:
+    """``debug_print_*`` with ``client_min_messages = log`` sent the reader the parse tree of the
+    function's query, with the map hierarchy's raw postcodes as constants."""
+    db, role = clinic
+    _publish(db, tmp_path, _policy([role]))
+    with _as(db, role) as con:
+        for setting in ("client_min_messages = log", "debug_print_parse = on", "debug_print_rewritten = on"):
+            con.execute(f"SET {setting}")
+        con.execute("SET debug_print_plan = on")
+        text = _decoded("\n".join(_log_messages(con, f"SELECT count(*) FROM {VIEW}")))
+    _no_sentinel(text)
+    assert "sqlanon_r" not in text  # nothing of the stored query's tree at all
+
+
+def _labelled(grant: list[str]) -> dict:
+    """Postcode labels ending in a backslash: with standard_conforming_strings off the quote after
+    it is escaped and the stored query no longer parses."""
+    pol = _policy(grant)
+    pol["columns"]["zip"]["hierarchy"]["map"] = {
+        z: [z[:3] + "\\", "*"] for z in REGULAR_ZIPS + [z for _, z, _ in OUTLIERS]
+    }
+    return pol
+
+
+def _error_text(e: psycopg.Error) -> str:
+    d = e.diag
+    return " ".join(
+        str(x)
+        for x in (e, d.message_detail, d.message_hint, d.context, d.internal_query, d.statement_position)
+    )
+
+
+def test_string_settings_change_nothing_and_errors_show_no_query(
+    clinic: tuple[TestDB, str], tmp_path: Path
+) -> None:
+    db, role = clinic
+    _publish(db, tmp_path, _labelled([role]))
+    with _as(db, role) as con:
+        plain = sorted(con.execute(f"SELECT * FROM {VIEW}").fetchall())
+        assert any(str(r[1]).endswith("\\") for r in plain), plain[:2]
+        con.execute("SET standard_conforming_strings = off")
+        con.execute("SET backslash_quote = on")
+        try:
+            assert sorted(con.execute(f"SELECT * FROM {VIEW}").fetchall()) == plain
+        except psycopg.Error as e:
+            _no_sentinel(_error_text(e))
+            raise AssertionError(f"the release failed under the reader's settings: {e}") from None
+    # An error inside the function (here the owner renamed a source column) names no query text.
+    db.sql('ALTER TABLE "main"."patients" RENAME COLUMN zip TO zip2')
+    with _as(db, role) as con, pytest.raises(psycopg.Error) as info:
+        con.execute(f"SELECT * FROM {VIEW}").fetchall()
+    text = _error_text(info.value)
+    _no_sentinel(text)
+    assert "CASE" not in text.upper() and "sqlanon_r" not in text, text
+    assert "sqlanon release" in str(info.value) and "42703" in str(info.value), text
+
+
+def test_the_readers_session_settings_do_not_change_the_release(
+    clinic: tuple[TestDB, str], tmp_path: Path
+) -> None:
+    """A timestamp generalised to its month: under another TimeZone (or DateStyle) the view read
+    the reader's text form of it, so sweeping the offset moved rows across month ends and gave
+    their times to the hour. Every reader now gets the rows the publisher verified."""
+    db, role = clinic
+    when = [f"2024-{m:02d}-01 0{h}:30:00+00" for m in range(2, 8) for h in range(1, 6)]
+    when += [f"2024-{m:02d}-28 22:30:00+00" for m in range(2, 8) for _ in range(2)]
+    rows = [[i, t, DISEASES[i % 4]] for i, t in enumerate(when)]
+    db.load("visits", ["id", "ts", "disease"], rows, ["INTEGER", "TIMESTAMPTZ", "VARCHAR"])
+    pol = {
+        "source": "main.visits",
+        "target": "main.patients_anon",
+        "columns": {
+            "id": {"role": "identifier"},
+            "ts": {"role": "quasi", "hierarchy": {"date": ["month", "year"]}},
+            "disease": {"role": "sensitive"},
+        },
+        "privacy": {"k": 2},
+        "publish": {"grant": [role]},
+    }
+    cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url, "--levels", "ts=1")
+    published = sorted(db.sql(f"SELECT * FROM {VIEW}"))
+    assert {r[0] for r in published} == {f"2024-{m:02d}" for m in range(2, 8)}
+    with _as(db, role) as con:
+        for setting in (
+            "TimeZone = 'Pacific/Honolulu'",
+            "TimeZone = 'Asia/Kathmandu'",
+            "DateStyle = 'SQL, DMY'",
+            "IntervalStyle = 'sql_standard'",
+            "extra_float_digits = -15",
+        ):
+            con.execute(f"SET {setting}")
+            assert sorted(con.execute(f"SELECT * FROM {VIEW}").fetchall()) == published, setting
+
+
+def _function(db: TestDB) -> str:
+    (name,) = db.sql("SELECT proname FROM pg_proc WHERE proname LIKE 'sqlanon_fn_%'")[0]
+    return f'"main"."{name}"()'
+
+
+def test_revoking_the_view_ends_the_readers_access(clinic: tuple[TestDB, str], tmp_path: Path) -> None:
+    """The function stays executable after the view's SELECT is revoked (pg_depend names it): it
+    returns rows only to a session user who may read a view that reads it."""
+    db, role = clinic
+    _publish(db, tmp_path, _policy([role]))
+    fn = _function(db)
+    with _as(db, role) as con:
+        assert len(con.execute(f"SELECT * FROM {fn}").fetchall()) == 196  # the same rows as the view
+    db.sql(f"REVOKE SELECT ON {VIEW} FROM {role}")
+    with _as(db, role) as con, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        con.execute(f"SELECT * FROM {fn}").fetchall()
+
+
+def test_a_dropped_views_function_refuses_and_cleanup_removes_it(
+    clinic: tuple[TestDB, str], tmp_path: Path
+) -> None:
+    db, role = clinic
+    _publish(db, tmp_path, _policy([role]))
+    fn = _function(db)
+    # A user's own function spelt like sqlanon's (no row type of sqlanon's) is never listed.
+    db.sql("CREATE FUNCTION main.sqlanon_fn_aaaaaaaaaaaa() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+    code, out, _err = cli("cleanup", "--db", db.url)
+    assert code == 0 and "sqlanon_fn_" not in out, out  # the view still reads it
+    db.sql(f"DROP VIEW {VIEW}")
+    with _as(db, role) as con, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        con.execute(f"SELECT * FROM {fn}").fetchall()
+    code, out, _err = cli("cleanup", "--db", db.url)
+    assert code == 0 and fn.split('"')[3] in out and "sqlanon_rel_" in out, out
+    assert "aaaaaaaaaaaa" not in out, out
+    code, out, _err = cli("cleanup", "--db", db.url, "--drop")
+    assert code == 0, out
+    left = db.sql("SELECT proname FROM pg_proc WHERE proname LIKE 'sqlanon_fn_%' ORDER BY 1")
+    assert left == [("sqlanon_fn_aaaaaaaaaaaa",)]
+    assert db.sql("SELECT count(*) FROM pg_class WHERE relname LIKE 'sqlanon_rel_%'") == [(0,)]
+
+
+def test_the_users_path_comes_from_the_role_and_database_settings(
+    clinic: tuple[TestDB, str], tmp_path: Path
+) -> None:
+    """sqlanon's session starts on its own path, so the user's is read from what PostgreSQL applies
+    at login, in its order: ALTER ROLE IN DATABASE beats ALTER DATABASE (here as a non-superuser)."""
+    db, role = clinic
+    db.sql(f"GRANT SELECT ON main.patients TO {role}")
+    db.sql(f"CREATE TABLE {role}.patients (id int)")  # what the database-wide path would find first
+    db.sql(f'ALTER DATABASE "{db._dbname}" SET search_path = {role}, main')
+    db.sql(f'ALTER ROLE {role} IN DATABASE "{db._dbname}" SET search_path = main, {role}')
+    try:
+        pol = _policy()
+        pol["source"] = "patients"
+        url = db.url.replace(f"//{db._pg.user}@", f"//{role}@")  # type: ignore[union-attr]
+        out = cli_json("assess", str(write_policy(tmp_path, pol)), "--db", url)
+        assert out["source"].endswith("patients") and out["rows"] == 200, out
+    finally:
+        db.sql(f'ALTER ROLE {role} IN DATABASE "{db._dbname}" RESET search_path')
+        db.sql(f'ALTER DATABASE "{db._dbname}" RESET search_path')
+
+
+@pytest.mark.parametrize(
+    ("options", "path"),
+    [
+        ("", None),
+        ("-c search_path=a,b", "a,b"),
+        ("-csearch_path=a -c work_mem=4MB", "a"),
+        ("--search-path=x\\ y -c search_path=z", "z"),
+        ('-c statement_timeout=5 --search_path="$user",\\ public', '"$user", public'),
+    ],
+)
+def test_the_users_own_options_path_is_read_as_the_server_reads_it(options: str, path: str | None) -> None:
+    from sqlanon.engines.pgstart import PG_START, option_setting, pg_start
+
+    assert option_setting(options, "search_path") == path
+    start = pg_start("postgresql+psycopg://u@/d?options=" + options.replace(" ", "%20").replace("$", "%24"))
+    assert start is not None and start.path == path
+    assert start.engine_args["connect_args"]["options"].endswith(PG_START)  # the last -c wins

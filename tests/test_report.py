@@ -23,6 +23,7 @@ from click.testing import CliRunner
 
 import sqlanon
 from sqlanon.cli import main
+from sqlanon.measure.release import without_classes
 from sqlanon.report.html import render
 from tests.test_utility import COLUMNS, POLICY, TYPES, people
 
@@ -111,7 +112,12 @@ def test_report_in_a_real_browser(rdb, tmp_path: Path) -> None:  # noqa: ANN001
 def test_report_data_agree_with_assess_and_anonymise_on_both_engines(rdb) -> None:  # noqa: ANN001
     data = sqlanon.report_data(REPORT_POLICY, rdb.url, ks=[2, 4]).to_dict()
     before = sqlanon.assess(REPORT_POLICY, rdb.url).to_dict()
-    assert data["before"] == before
+    # k_over / perturbed_qis / warnings are the API's (issue 34, 35); the report says the same from its
+    # policy; the source's most disclosive classes are left out of *before* (issue 32).
+    api_only = ("k_over", "perturbed_qis", "warnings")
+    want = without_classes({k: v for k, v in before.items() if k not in api_only})
+    assert data["before"] == want
+    assert all("top_i1" not in i for i in data["before"]["information"].values())
     pol = {**REPORT_POLICY, "target": "main.people_rep"}
     published = sqlanon.anonymise(pol, rdb.url, publish_as="table", replace=True).to_dict()
     assert data["search"]["node"] == published["node"]

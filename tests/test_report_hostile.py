@@ -62,7 +62,7 @@ def _clean(text: str, where: str) -> None:
 def _ok(*args: str) -> str:
     code, out, err = cli(*args)
     assert code in (0, 1), err
-    return out
+    return out + err  # a dry run's summary is on stderr (issue 34: stdout is the SQL alone)
 
 
 def test_examples_come_from_the_release_only(db: TestDB, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ def _policy(target: str = "main.people_anon") -> dict[str, Any]:
             },
             "disease": {"role": "insensitive", "perturb": {"method": "pram", "retain": 0.7}},
         },
-        "privacy": {"k": 3, "suppression": 0.05},
+        "privacy": {"k": 3, "suppression": 0.05, "suppression_mode": "mask"},  # PRAM: cross-record
     }
 
 
@@ -323,3 +324,140 @@ def test_dbt_refuses_a_release_that_needs_a_key(duck_patients: TestDB, tmp_path:
         code, _, err = cli("dbt", str(path), "--db", db.url, "--project", str(project))
         assert code == 2 and err.count("\n") == 1 and what in err, err
     assert sorted(p.name for p in project.iterdir()) == ["dbt_project.yml"]
+
+
+def test_figures_beside_a_release_never_name_a_suppressed_class(db: TestDB, tmp_path: Path) -> None:
+    """`report --json` (its *before*) and `evaluate --json` (its assessment before suppression)
+    listed the source's most disclosive classes: the outlier the release suppressed, by its zip."""
+    cols, rows, types = _people()
+    db.load("people", cols, rows, types)
+    pol = {
+        "source": "main.people",
+        "target": "main.people_anon",
+        "columns": {"pid": "identifier", "age": "quasi", "zip": "quasi", "disease": "sensitive"},
+        "privacy": {"k": 3, "suppression": 0.05},
+    }
+    path = write_policy(tmp_path, pol)
+    report = cli("report", str(path), "--db", db.url, "--out", str(tmp_path / "r.html"), "--json", "--k", "3")
+    evaluate = cli("evaluate", str(path), "--db", db.url, "--levels", "age=0,zip=0", "--json")
+    for code, out, err in (report, evaluate):
+        assert code in (0, 1), err
+        assert "99901" not in out and "ebola" not in out
+    assert "99901" in cli("assess", str(path), "--db", db.url, "--json")[1]  # assess shows the source
+
+
+def _outliers(db: TestDB) -> list[list[Any]]:
+    """60 ordinary records and four unique outliers that k = 5 suppresses."""
+    rows = [[i, 30 + i % 3, f"4760{i % 2}", 1000 + 10 * (i % 20), 60.0 + i % 7] for i in range(60)]
+    rows += [[97, 97, "99901", 300777, 180.3], [98, 12, "55501", 5, 20.1]]
+    db.load(
+        "clinic",
+        ["id", "age", "zip", "income", "weight"],
+        rows,
+        ["BIGINT", "BIGINT", "VARCHAR", "BIGINT", "DOUBLE"],
+    )
+    return rows
+
+
+def _clinic_policy(perturb: dict[str, Any]) -> dict[str, Any]:
+    """k = 5 with up to 10 % suppressed (the two outliers) and the income perturbed."""
+    cols = {"id": "insensitive", "age": "quasi", "zip": "quasi"}
+    cols["income"] = {"role": "insensitive", "perturb": perturb}  # type: ignore[assignment]
+    return {
+        "source": "main.clinic",
+        "target": "main.clinic_anon",
+        "key": "id",
+        "columns": cols,
+        "privacy": {"k": 5, "suppression": 0.1},
+    }
+
+
+def test_cross_record_perturbation_never_carries_a_suppressed_value(
+    duck_patients: TestDB, tmp_path: Path
+) -> None:
+    """Rank swapping ran before suppression and published the suppressed outliers' incomes on other
+    rows (a microaggregation mean and a PRAM draw would too): such a method is refused where the
+    release may remove records, and allowed without suppression or in mask mode."""
+    db = duck_patients
+    _outliers(db)
+    before = db.snapshot()
+    for method in (
+        {"method": "swap", "p": 10},
+        {"method": "microaggregate", "k": 3},
+        {"method": "pram", "retain": 0.5},
+    ):
+        pol = _clinic_policy(method)
+        code, _, err = cli("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url)
+        assert code == 2 and err.count("\n") == 1 and "a record the release suppresses would show" in err, err
+        assert db.snapshot() == before
+    pol["privacy"] = {"k": 5, "suppression": 0.1, "suppression_mode": "mask"}
+    code, _, err = cli("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url, "--json")
+    assert code == 0, err
+
+
+def test_figures_of_a_release_with_suppressed_records_hide_their_values(
+    duck_patients: TestDB, tmp_path: Path
+) -> None:
+    """The JSON printed the original range (the outliers' own values) and means over every record:
+    no range is shown, and where the release suppresses records the figures are not shown."""
+    db = duck_patients
+    _outliers(db)
+    noise = {"method": "noise", "distribution": "laplace", "scale": 50}
+    pol = _clinic_policy(noise)
+    path = write_policy(tmp_path, pol)
+    out = cli_json("anonymise", str(path), "--db", db.url, "--dry-run")
+    assert out["suppressed_records"] == 2
+    assert set(out["perturbation"]["income"]) == {"method", "describe", "not_shown"}
+    text = (
+        json.dumps(out)
+        + cli("report", str(path), "--db", db.url, "--out", str(tmp_path / "r.html"), "--json", "--k", "5")[1]
+    )
+    assert "300777" not in text and "180.3" not in text
+    pol["privacy"] = {"k": 2}
+    out = cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url, "--dry-run")
+    assert out["suppressed_records"] == 0 and "range" not in out["perturbation"]["income"]["binned"]
+
+
+def test_noise_that_changes_nothing_is_refused(duck_patients: TestDB, tmp_path: Path) -> None:
+    db = duck_patients
+    _outliers(db)
+    before = db.snapshot()
+    for col, spec, msg in (
+        ("income", {"method": "noise", "distribution": "laplace", "scale": 0.01}, "changes no value"),
+        ("weight", {"method": "noise", "scale": 1e-300}, "changes no value"),
+        ("weight", {"method": "noise", "scale": 5, "round": 1e-320}, "'columns.weight.perturb.round'"),
+    ):
+        pol = {
+            "source": "main.clinic",
+            "target": "main.clinic_anon",
+            "key": "id",
+            "columns": {"id": "insensitive", "age": "quasi", col: {"role": "insensitive", "perturb": spec}},
+            "privacy": {"k": 2},
+        }
+        code, _, err = cli("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url)
+        assert code == 2 and err.count("\n") == 1 and msg in err, err
+    assert db.snapshot() == before
+
+
+def test_secret_pads_refuses_a_file(tmp_path: Path) -> None:
+    """The pads are the keys: a file would keep them (world-readable under a usual umask)."""
+    import os
+    import subprocess
+    import sys
+
+    exe = str(Path(sys.executable).parent / "sqlanon")
+    with (tmp_path / "pads").open("w") as f:
+        res = subprocess.run(
+            [exe, "secret-pads"],
+            stdout=f,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+            check=False,
+        )
+    assert res.returncode == 2 and "not a terminal or a file" in res.stderr
+    assert (tmp_path / "pads").read_text() == ""
+    piped = subprocess.run(
+        [exe, "secret-pads"], capture_output=True, text=True, env=dict(os.environ), check=False
+    )
+    assert piped.returncode == 0 and piped.stdout.count("\t") == 3 and not _leaks(piped.stderr)

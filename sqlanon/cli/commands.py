@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import click
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from sqlanon import api, interrupt
+from sqlanon.cli import keys
 from sqlanon.demo import run_demo
 from sqlanon.engines import redact
 from sqlanon.errors import SqlanonError
@@ -32,6 +34,7 @@ from sqlanon.report import (
     print_evaluate,
     print_profile,
 )
+from sqlanon.search_where import SEARCH_IN_HELP, searched_in
 from sqlanon.sql import secrets
 from sqlanon.transform.examples import node_examples, release_labels
 
@@ -201,6 +204,7 @@ def _metric_help() -> str:
     default=None,
     help="Publish as a view (default; checks run at read time) or a materialised table.",
 )
+@click.option("--search-in", type=click.Choice(["database", "local"]), default=None, help=SEARCH_IN_HELP)
 @_quiet_option
 @_errors
 def anonymise(
@@ -213,13 +217,14 @@ def anonymise(
     algorithm: str | None,
     levels: str | None,
     publish_as: str | None,
+    search_in: str | None,
     quiet: bool,
 ) -> None:
     """Search the generalisation lattice and publish the best release (view or table)."""
     bar, update = _progress_bar(make_console(stderr=True))
     with bar:
         result = api.anonymise(
-            policy,
+            searched_in(api.load_policy(policy), search_in) if search_in else policy,
             db,
             replace=replace,
             dry_run=dry_run,
@@ -240,8 +245,13 @@ def anonymise(
         return
     sql = result.get("sql")
     examples = _examples(policy, db, [result.get("node")], bool(result.get("published")))[0]
-    print_anonymise({**result, "sql": None}, make_console(), examples=examples, quiet=_quiet(quiet))
+    # A dry run's stdout is the SQL alone (`--dry-run > release.sql` runs as it is): what the
+    # search found goes to stderr there (issue 34).
+    summary = make_console(stderr=bool(sql))
+    print_anonymise({**result, "sql": None}, summary, examples=examples, quiet=_quiet(quiet))
     if sql:
+        if secrets.uses_secret(sql):
+            click.echo(keys.SECRET_NOTE)
         # Byte-exact whatever the terminal: never through rich, which wraps long lines.
         click.echo(sql + ";")
 
@@ -266,32 +276,17 @@ def compile_cmd(
     """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run."""
     sql = api.compile(policy, dialect, levels=levels, db=db, publish_as=publish_as)
     if secrets.uses_secret(sql):
-        click.echo(SECRET_NOTE)
+        click.echo(keys.SECRET_NOTE)
+    if dialect in ("postgres", "redshift") and sql.lstrip().upper().startswith("CREATE VIEW"):
+        click.echo(keys.PLAIN_VIEW_NOTE)
     click.echo(sql + ";")
-
-
-SECRET_NOTE = (
-    f"-- This statement reads the session-temporary relation {secrets.NAME} (the HMAC pads of\n"
-    "-- SQLANON_HASH_KEY and SQLANON_PERTURB_KEY; no key is written here). Create and fill it in the\n"
-    "-- same session first, e.g. in psql: CREATE TEMP TABLE sqlanon_secret (hash_ipad text, hash_opad\n"
-    "-- text, perturb_ipad text, perturb_opad text); \\copy sqlanon_secret from program 'sqlanon secret-pads'"
-)
 
 
 @main.command(name="secret-pads")
 @_errors
 def secret_pads() -> None:
-    """Write the secret relation's one row (the HMAC pads of SQLANON_HASH_KEY and
-    SQLANON_PERTURB_KEY, tab-separated, NULL as \\N: COPY's text format) to a pipe, for a DBA who
-    runs printed SQL by hand. Refuses a terminal: the pads are the keys."""
-    if sys.stdout.isatty():
-        raise SqlanonError(
-            "secret-pads: stdout is a terminal; pipe it into COPY (see the README, *Security*)"
-        )
-    row = secrets.secret_row().values
-    if all(v is None for v in row):
-        secrets.read_key("hash")  # names the variables to set
-    sys.stdout.write("\t".join("\\N" if v is None else v for v in row) + "\n")
+    """Write the HMAC pads of the secret keys to a pipe into COPY, for printed SQL run by hand."""
+    sys.stdout.write(keys.secret_pads_line())
 
 
 @main.command()
@@ -426,12 +421,44 @@ def hierarchy(
     if mask and not levels:
         raise SqlanonError("--levels: give the number of characters to mask with --mask right")
     units = [u.strip() for u in dates.split(",")] if dates else None
-    text, nulls = api.hierarchy_file(
-        table, column, db, intervals=widths, start=start, mask_levels=levels if mask else None, dates=units
-    )
+    try:
+        text, nulls = api.hierarchy_file(
+            table,
+            column,
+            db,
+            intervals=widths,
+            start=start,
+            mask_levels=levels if mask else None,
+            dates=units,
+        )
+    except SqlanonError as e:
+        raise SqlanonError(_as_option(str(e))) from None
     _write_new(out, text)
     if nulls:
         click.echo(f"note: {nulls} row(s) have NULL in {column}; the file's NULL row covers them", err=True)
+
+
+#: The hierarchy spec's keys (sqlanon.policy) and the ``hierarchy`` options that set them.
+_HIERARCHY_OPTIONS = {
+    "interval.widths": "--intervals",
+    "interval.start": "--start",
+    "interval": "--intervals",
+    "levels": "--levels",
+    "mask": "--mask",
+    "date": "--dates",
+}
+_HIERARCHY_KEY = re.compile(r"""policy key (['"])columns\..*\.hierarchy(?:\.([a-z.]+))?\1""", re.S)
+
+
+def _as_option(message: str) -> str:
+    """``hierarchy`` builds a policy spec from its options: an error names the option the user
+    typed, not a policy key they never wrote (issue 34: ``--intervals 5,7`` reported
+    ``policy key 'columns.age.hierarchy.interval.widths'``)."""
+
+    def option(m: re.Match[str]) -> str:
+        return _HIERARCHY_OPTIONS.get(m[2] or "", "the hierarchy options")
+
+    return _HIERARCHY_KEY.sub(option, message, count=1)
 
 
 @main.command(name="dbt")
@@ -466,7 +493,10 @@ def dbt(
         return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
 
     node = ", ".join(f"{shown(k)}={v}" for k, v in result["node"].items())
-    click.echo(f"model {result['model']} ({result['materialized']}) reads {result['source']} at {node}")
+    click.echo(
+        f"model {result['model']} ({result['materialized']}) reads {result['source']} "
+        + (f"at {node}" if node else "as Mondrian's partitions")
+    )
     for f in result["files"]:
         click.echo(f"{f['status']:<9} {shown(f['path'])}")
     click.echo(f"tests: {', '.join(result['tests']) or 'none'}; run `dbt build` in the project")

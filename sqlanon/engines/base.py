@@ -18,6 +18,7 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon import interrupt
+from sqlanon.engines.pgstart import configured_path, pg_start
 from sqlanon.engines.redaction import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
@@ -292,13 +293,43 @@ def _first_line(e: BaseException) -> str:
     return redact(msg[0]) if msg else type(e).__name__
 
 
+#: What ``--db`` accepts, named in every refusal (issue 34: an unsupported URL ended in a
+#: traceback, exit 1, or an empty SQLite file).
+SUPPORTED_URLS = (
+    "postgresql+psycopg://USER@HOST/DB (postgres:// and postgresql:// are read as that), "
+    "duckdb:///PATH or a DuckDB file path, spark, or sc://HOST:15002 (Spark Connect)"
+)
+#: SQLAlchemy back ends sqlanon runs on (Spark is not a SQLAlchemy dialect: see OTHER_ENGINES).
+_SQLALCHEMY_BACKENDS = ("duckdb", "postgresql")
+
+
 def normalise_url(url: str | None) -> str:
-    """Accept a SQLAlchemy URL, a DuckDB file path, or nothing (an in-memory DuckDB)."""
+    """Accept a SQLAlchemy URL, a DuckDB file path, or nothing (an in-memory DuckDB).
+
+    ``postgres://`` (libpq's and Heroku's spelling, which SQLAlchemy does not load) and a bare
+    ``postgresql://`` (SQLAlchemy's default driver is psycopg2) become ``postgresql+psycopg://``:
+    psycopg 3 is the driver sqlanon installs and tests."""
     if not url:
         return "duckdb:///:memory:"
     if "://" not in url and url != "spark" and not url.startswith("spark?"):
         return f"duckdb:///{os.path.abspath(url)}"
+    scheme, _, rest = url.partition("://")
+    if rest and scheme.lower() in ("postgres", "postgresql"):
+        return f"postgresql+psycopg://{rest}"
     return url
+
+
+def _check_supported(url: str) -> None:
+    """Refuse, before any driver is loaded or any file is opened, a URL of an engine sqlanon does
+    not run on (``sqlite:///x.db`` created the file; ``mysql://`` raised from the driver import)."""
+    scheme = url.split("://", 1)[0]
+    backend = scheme.split("+", 1)[0].lower()
+    if backend in _SQLALCHEMY_BACKENDS:
+        return
+    hint = ""
+    if backend == "mssql":
+        hint = "; for SQL Server print the SQL with `sqlanon compile POLICY --dialect tsql --levels ...`"
+    raise SqlanonError(f"--db: {redact(scheme)}:// is not supported; use {SUPPORTED_URLS}{hint}")
 
 
 def _duckdb_path(url: str) -> str | None:
@@ -328,17 +359,24 @@ class SearchPath:
 
     Issue 32: an operator that a reader defined in a schema on the DBA's path ran as the DBA during
     a publish and stayed bound into the view. So every session runs with ``pg_catalog, pg_temp``
-    (catalog/fix_search_path), and each relation a statement names without a schema is qualified
-    first, resolved as PostgreSQL resolved it along the user's path (this session's temporary
-    schema first); a name found nowhere goes where an unqualified CREATE would have put it, the
-    user's current schema."""
+    from its startup packet on (:mod:`sqlanon.engines.pgstart`), and each relation a statement
+    names without a schema is qualified first, resolved as PostgreSQL resolved it along the
+    user's path (this session's temporary schema first); a name found nowhere goes where an
+    unqualified CREATE would have put it, the user's current schema."""
 
     schemas: tuple[str, ...]
     home: str | None
     _resolved: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def fix(cls, be: Backend) -> SearchPath:
+    def fix(cls, be: Backend, given: str | None = None) -> SearchPath:
+        """The session already runs on sqlanon's path (``pgstart.PG_START``); ``given`` is the
+        path the user's own connection options set, else the defaults PostgreSQL would have
+        applied are read (``pgstart.configured_path``). Setting it only for one fully qualified,
+        argument-free catalogue call lets the server expand it (``$user``, missing schemas,
+        schemas without USAGE) exactly as it would have."""
+        value = given if given is not None else configured_path(be)
+        be.query("catalog/set_path", path=value)
         schemas, home = be.query("catalog/user_path")[0]
         be.query("catalog/fix_search_path")
         return cls(tuple(str(s) for s in (schemas or [])), str(home) if home is not None else None)
@@ -385,16 +423,19 @@ def connect(url: str | None = None, *, create: bool = False) -> Backend:
     not leave an empty database behind. A connection that may not create temporary tables (a
     read-only transaction, a standby, no TEMP privilege) measures in read-only mode.
     """
-    url = normalise_url(url)
-    shown = redact(url)
+    given, url = url, normalise_url(url)
+    # A postgres:// URL read as postgresql+psycopg:// is named as the user wrote it.
+    shown = redact(given if given and given.split("://", 1)[0].lower() in ("postgres", "postgresql") else url)
     for matches, opener in OTHER_ENGINES:
         if matches(url):
             return opener(url)
+    _check_supported(url)
     from sqlalchemy import create_engine
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
     try:
-        engine = create_engine(url, poolclass=_single_pool())
+        pg = pg_start(url)
+        engine = create_engine(url, poolclass=_single_pool(), **(pg.engine_args if pg else {}))
     except (ArgumentError, NoSuchModuleError, ValueError) as e:
         raise SqlanonError(f"--db: cannot use URL {shown!r}: {redact(_first_line(e))}") from None
     name = engine.dialect.name
@@ -415,7 +456,7 @@ def connect(url: str | None = None, *, create: bool = False) -> Backend:
         raise SqlanonError(f"--db: cannot connect to {shown!r}: {redact(_first_line(e))}") from None
     be = Backend(dialect=dialect, url=shown, _conn=conn, _engine=engine)
     if dialect == "postgres":
-        be.search_path = SearchPath.fix(be)
+        be.search_path = SearchPath.fix(be, pg.path if pg else None)
         ro, temp = be.query("catalog/can_create_temp")[0]
         be.inline = bool(int(ro)) or not bool(int(temp))
         be.commit()

@@ -315,5 +315,21 @@ def companions(be: Backend, rid: RelId) -> list[Companion]:
     ]
 
 
+def orphans(be: Backend) -> list[Companion]:
+    """Function and row-type pairs of published views that are gone (PostgreSQL; none elsewhere).
+
+    Found by the catalogue (catalog/orphans: no view's rule, nor anything else, depends on the
+    function) and by sqlanon's own names, one tag for both in one schema: never by a name alone,
+    so a user's function spelt like sqlanon's is left alone."""
+    if be.dialect != "postgres":
+        return []
+    out = []
+    for fs, fn, fo, ts, tn, to in be.query("catalog/orphans"):
+        fn, tn = str(fn), str(tn)
+        if OWN_COMPANION.match(fn) and tn == "sqlanon_rel_" + fn[-12:] and str(fs) == str(ts):
+            out.append(Companion(Relation(fn, str(fs)), str(fo), Relation(tn, str(ts)), str(to)))
+    return out
+
+
 #: The names sqlanon gives a published view's function and row-type table (engines/definer.py).
 OWN_COMPANION = re.compile(r"^sqlanon_(fn|rel)_[0-9a-f]{12}$")

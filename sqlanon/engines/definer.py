@@ -14,7 +14,10 @@ release that only its owner can read; it is also the function's row type, so the
 depends on it in ``pg_depend`` and ``--replace`` finds both from the old view by dependency
 (:func:`sqlanon.engines.catalog.companions`). ``pg_proc.prosrc`` and ``pg_get_viewdef`` hold
 names only. EXECUTE is revoked from PUBLIC and granted with the view's SELECT: PostgreSQL checks
-a function's EXECUTE as the reader even inside a view.
+a function's EXECUTE as the reader even inside a view. The function also fixes every setting a
+reader could use to print, re-parse or change the release (:data:`FIXED`, :data:`INHERITED`),
+hides the query text from its errors, and serves only a session user who may still read a view
+that calls it (:meth:`Definer.body`); ``sqlanon cleanup`` removes it once its view is gone.
 
 Why this module sends text that :func:`sqlanon.sql.compile.to_sql` did not generate: sqlglot
 (30.x) cannot represent a PL/pgSQL function (it falls back to a raw Command, prints SECURITY
@@ -30,12 +33,54 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from sqlanon.engines.base import Backend
-from sqlanon.engines.catalog import OWN_COMPANION
+from sqlanon.engines.catalog import OWN_COMPANION, orphans
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
 
 _OWN = OWN_COMPANION
+
+#: Settings the function fixes for its own run, whatever the reader set (issue 32). A reader's
+#: ``client_min_messages = log`` with ``debug_print_parse`` sent them the parse tree of the stored
+#: query, constants and all; ``standard_conforming_strings = off`` re-read a label's backslash as
+#: an escape, and the syntax error printed the query. Not pinned: the SUSET settings (``log_*``,
+#: ``lc_messages``), which a reader cannot change and a non-superuser owner could not pin.
+FIXED = (
+    ("search_path", "pg_catalog, pg_temp"),
+    ("client_min_messages", "error"),
+    ("debug_print_parse", "off"),
+    ("debug_print_rewritten", "off"),
+    ("debug_print_plan", "off"),
+    ("trace_sort", "off"),
+    ("standard_conforming_strings", "on"),
+    ("backslash_quote", "safe_encoding"),
+    ("escape_string_warning", "off"),
+    ("transform_null_equals", "off"),
+    ("array_nulls", "on"),
+    ("quote_all_identifiers", "off"),
+    ("gin_fuzzy_search_limit", "0"),
+)
+#: Settings that change the value or text of what the release computes (a timestamptz cast to
+#: text for a month: TimeZone and DateStyle; how literals in the stored query parse: DateStyle,
+#: IntervalStyle, TimeZone and its abbreviations; float and bytea text; money and to_char's
+#: locale; XML; row security). The function keeps the publishing session's values: the ones the
+#: release was verified under, and the ones a table published from that session holds. A reader
+#: sweeping TimeZone moved rows across month ends and learnt their times to the hour.
+INHERITED = (
+    "TimeZone",
+    "DateStyle",
+    "IntervalStyle",
+    "timezone_abbreviations",
+    "extra_float_digits",
+    "bytea_output",
+    "lc_monetary",
+    "lc_numeric",
+    "lc_time",
+    "xmlbinary",
+    "xmloption",
+    "default_text_search_config",
+    "row_security",
+)
 
 
 def _q(name: str) -> str:
@@ -52,6 +97,10 @@ def _fn(rel: Relation) -> str:
     if not _OWN.match(rel.name):
         raise SqlanonError(f"internal: {rel.name!r} is not a name sqlanon gives its functions")
     return f"{_qual(rel)}()"
+
+
+def _lit(value: str) -> str:
+    return exp.Literal.string(value).sql("postgres")
 
 
 def _ddl(be: Backend, what: str, sql: str) -> None:
@@ -86,19 +135,54 @@ class Definer:
         query = be._sql("publish/release_rows", "select", {"qcol": self.qcol, **ctx})
         be.execute("publish/store_query", kind="insert", target=self.table, qcol=self.qcol, query=query)
         tag = f"$sqlanon_{self.function.name[-12:]}$"
-        body = (
-            f"BEGIN RETURN QUERY EXECUTE (SELECT t.{_q(self.qcol)} FROM {_qual(self.table)} AS t "
-            f"WHERE t.{_q(self.qcol)} IS NOT NULL); END"
-        )
+        body = self.body()
         if tag in body:
             raise SqlanonError("internal: the function body holds its own quote tag")
+        settings = " ".join(f"SET {_q(name)} = {value}" for name, value in self.settings(be))
         _ddl(
             be,
             "publish/definer_function",
             f"CREATE FUNCTION {_fn(self.function)} RETURNS SETOF {_qual(self.table)} LANGUAGE plpgsql "
-            f"SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS {tag}{body}{tag}",
+            f"SECURITY DEFINER {settings} AS {tag}{body}{tag}",
         )
         _ddl(be, "publish/revoke_function", f"REVOKE ALL ON FUNCTION {_fn(self.function)} FROM PUBLIC")
+
+    @staticmethod
+    def settings(be: Backend) -> list[tuple[str, str]]:
+        """:data:`FIXED`, and :data:`INHERITED` at this session's values, as SET clauses."""
+        values = be.query("catalog/settings", names=list(INHERITED))[0]
+        out = [(n, "pg_catalog, pg_temp" if n == "search_path" else _lit(v)) for n, v in FIXED]
+        return out + [(n, _lit(str(v))) for n, v in zip(INHERITED, values, strict=True)]
+
+    def body(self) -> str:
+        """First the access check (finding 7: EXECUTE outlived a revoked SELECT on the view, and
+        the view itself): rows only for a session user who may SELECT a view whose rule calls
+        this very function, looked up in ``pg_depend`` at every call, so revoking the view's
+        SELECT or dropping the view ends access. Then the release's query, where any error is
+        raised again as one generic message with its SQLSTATE only: PostgreSQL's own message,
+        QUERY line and CONTEXT of a failing dynamic query quote the stored query text."""
+        me = _lit(_fn(self.function))
+        col = _q(self.qcol)
+        return (
+            "BEGIN "
+            "IF NOT EXISTS (SELECT FROM pg_catalog.pg_depend AS d "
+            "JOIN pg_catalog.pg_rewrite AS r ON r.oid = d.objid "
+            "WHERE d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass "
+            "AND d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass "
+            f"AND d.refobjid = {me}::pg_catalog.regprocedure "
+            "AND pg_catalog.has_table_privilege(SESSION_USER, r.ev_class, 'SELECT')) THEN "
+            "RAISE EXCEPTION USING ERRCODE = '42501', MESSAGE = 'permission denied for this sqlanon "
+            "release: no view that publishes it may be read by ' || pg_catalog.quote_ident(SESSION_USER); "
+            "END IF; "
+            "BEGIN "
+            f"RETURN QUERY EXECUTE (SELECT t.{col} FROM {_qual(self.table)} AS t WHERE t.{col} IS NOT NULL); "
+            "EXCEPTION WHEN OTHERS THEN "
+            "RAISE EXCEPTION USING ERRCODE = SQLSTATE, "
+            "MESSAGE = 'sqlanon release failed (SQLSTATE ' || SQLSTATE || '); "
+            "its owner can run it to see why'; "
+            "END; "
+            "END"
+        )
 
     def grant(self, be: Backend, grantee: str) -> None:
         """EXECUTE for a reader of the view ('' is PUBLIC)."""
@@ -113,3 +197,20 @@ def drop(be: Backend, function: Relation, table: Relation) -> None:
     if not _OWN.match(table.name):
         raise SqlanonError(f"internal: {table.name!r} is not a name sqlanon gives its tables")
     _ddl(be, "publish/drop_rowtype", f"DROP TABLE {_qual(table)}")
+
+
+def cleanup(be: Backend, *, remove: bool = False) -> list[str]:
+    """``sqlanon cleanup`` for published views dropped by hand: their function and row type
+    (:func:`sqlanon.engines.catalog.orphans`), which refuse every caller but stay until removed;
+    with ``remove``, both of each pair in one transaction. Returns what was found."""
+    found = []
+    for c in orphans(be):
+        if remove:
+            try:
+                drop(be, c.function, c.table)
+                be.commit()
+            except BaseException:
+                be.rollback()
+                raise
+        found.append(f"function {c.function}() and table {c.table} (their view is gone)")
+    return found

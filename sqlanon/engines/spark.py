@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -45,6 +46,11 @@ from sqlanon.sql import secrets
 FILE_FORMATS = frozenset({"parquet", "orc", "json", "csv", "avro", "text", "binaryfile", "delta"})
 
 EXTRA_HINT = "pip install 'sqlanon[spark]'"
+
+#: Seconds to wait for a Spark Connect server's port to answer. pyspark's client retries an
+#: unreachable server for over ten minutes (its ``DefaultPolicy``: 15 retries, backoff to 60 s)
+#: and does not stop on SIGINT or SIGTERM meanwhile; a CLI says so in one line instead.
+CONNECT_PROBE_S = 10.0
 
 
 def is_spark_url(url: str) -> bool:
@@ -314,6 +320,7 @@ def connect_spark(url: str) -> SparkBackend:
             split = urlsplit(base)
             if not split.hostname:
                 raise SqlanonError(f"--db: cannot use URL {shown!r}: Spark Connect needs sc://HOST[:PORT]")
+            _probe_connect(split, shown)
             builder = SparkSession.builder.remote(base)
             owns = True
         else:
@@ -335,6 +342,15 @@ def connect_spark(url: str) -> SparkBackend:
                 f"--db: cannot start Spark Connect for {shown!r}: pyspark's Connect client did not load "
                 "(pip install 'pyspark[connect]')"
             )
+        if base.startswith("sc://"):
+            # One round trip now: a refused token or a server that is not Spark Connect is said
+            # here, not later as "relation not found" by a catalogue question that failed.
+            try:
+                _ = spark.version
+            except Exception:
+                with contextlib.suppress(Exception):
+                    spark.stop()  # not left as the process's default session for the next try
+                raise
         if not base.startswith("sc://") and owns:
             with contextlib.suppress(Exception):
                 spark.sparkContext.setLogLevel("ERROR")
@@ -345,6 +361,18 @@ def connect_spark(url: str) -> SparkBackend:
         raise SqlanonError(f"--db: cannot start Spark for {shown!r}: {spark_error(e)}") from None
     _chain_interrupt(spark, previous)
     return SparkBackend(dialect="spark", url=shown, _spark=spark, _owns=owns)
+
+
+def _probe_connect(split: Any, shown: str) -> None:
+    """Refuse a Spark Connect server whose port does not accept a connection within
+    :data:`CONNECT_PROBE_S` (see there why pyspark's own client is not left to find out)."""
+    try:
+        port = split.port or 15002  # Spark Connect's default port (spark.connect.grpc.binding.port)
+        with socket.create_connection((split.hostname, port), timeout=CONNECT_PROBE_S):
+            pass
+    except (OSError, ValueError) as e:
+        why = getattr(e, "strerror", None) or str(e) or type(e).__name__
+        raise SqlanonError(f"--db: cannot reach Spark Connect at {shown!r}: {redact(why)}") from None
 
 
 def _chain_interrupt(spark: Any, previous: Any) -> None:

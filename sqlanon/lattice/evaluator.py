@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.plan import BATCH, PART, PART_WIDE, PART_WIDE_BELOW, Node, NodeResult, Plan, code_name
+from sqlanon.likeness import checked_attributes
 from sqlanon.measure.assessment import EPS, _l_rank, requirement_checks
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
@@ -105,11 +106,12 @@ class Evaluator:
             return []
         pol = self.plan.policy
         ordered = {r.attribute for r in pol.privacy.t if r.measure == "emd-ordered"}
-        used = {r.attribute for r in pol.privacy.l} | {r.attribute for r in pol.privacy.t}
+        used = checked_attributes(pol.privacy)
         recursive = {r.attribute for r in pol.privacy.l if r.kind == "recursive"}
+        likeness = {r.attribute for r in pol.privacy.likeness}
         # Attributes only distinct l asks of: the checks read their distinct values per class alone.
         other = {r.attribute for r in pol.privacy.l if r.kind != "distinct"}
-        other |= {r.attribute for r in pol.privacy.t}
+        other |= {r.attribute for r in pol.privacy.t} | likeness
         distinct_only = {r.attribute for r in pol.privacy.l if r.kind == "distinct"} - other
         out = []
         for i, s in enumerate(self.plan.base.s_names):
@@ -122,6 +124,7 @@ class Evaluator:
                         "ordered": s in ordered,
                         "tail": s in recursive,
                         "distinct_only": s in distinct_only,
+                        "likeness": s in likeness,
                     }
                 )
         return out

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
+from sqlanon.likeness import likeness_monotone
 from sqlanon.measure.assessment import (
     EPS,
     FrequencyTables,
@@ -179,17 +180,19 @@ class Plan:
         """Whether the policy's satisfaction is monotone along generalisation, so that every
         search may tag the nodes above a satisfying node (and below a failing one) without a query.
 
-        Without suppression every requirement here is monotone (seed 002 section 3; Machanavajjhala
-        et al. 2006 for l-diversity). With suppression the test is "at most ``allowed`` records in
-        violating classes", monotone where a merged class can violate only if both its parts do:
-        then generalising never adds violating records. Class size (k, the prosecutor bound) and
-        distinct l-diversity qualify (a merged class has at least each part's size and each part's
-        distinct values); entropy and recursive l and t-closeness do not (a violating part can drag
-        a merged class below the threshold, so a node above a satisfying one may violate, and those
-        are searched on their monotone relaxation, :func:`~sqlanon.lattice.evaluator.relaxed_k`).
+        Without suppression every requirement here but delta-disclosure is monotone (seed 002 section
+        3; Machanavajjhala et al. 2006 for l-diversity; :func:`sqlanon.likeness.likeness_monotone`).
+        With suppression the test is "at most ``allowed`` records in violating classes", monotone
+        where a merged class can violate only if both its parts do: then generalising never adds
+        violating records. Class size (k, the prosecutor bound) and distinct l-diversity qualify (a
+        merged class has at least each part's size and each part's distinct values); entropy and
+        recursive l, t-closeness and beta-likeness do not (a violating part can drag a merged class
+        below the threshold, so a node above a satisfying one may violate, and those are searched on
+        their monotone relaxation, :func:`~sqlanon.lattice.evaluator.relaxed_k`).
         ARX marks distinct l-diversity monotonic with suppression too."""
         p = self.policy.privacy
-        return p.suppression == 0 or (not p.t and all(r.kind == "distinct" for r in p.l))
+        plain = not p.t and not p.likeness and all(r.kind == "distinct" for r in p.l)
+        return (p.suppression == 0 or plain) and likeness_monotone(p)
 
     def nodes_total(self) -> int:
         return math.prod(h + 1 for h in self.heights)

@@ -44,7 +44,7 @@ def finish(
     The pass over the full policy re-evaluates nodes the walk already decided, so its last progress
     report counts distinct nodes evaluated by either pass (never more than ``space``, the nodes the
     walk covers) and leaves none remaining. ``SearchResult.nodes_checked`` stays the number of
-    evaluations (the README's ``nodes_checked``), which may exceed the lattice."""
+    evaluations (``nodes_checked``, docs/search.md), which may exceed the lattice."""
     sat = {n for n, ok in status.items() if ok}
     checked, queries = ev.checked, ev.queries
     results: dict[Node, NodeResult] = dict(ev.cache)

@@ -15,15 +15,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import get_close_matches
 from typing import Any
 
 from sqlglot import exp
 
 from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
+from sqlanon.measure.likeness import checked_attributes, likeness_checks, likeness_figures
 from sqlanon.policy import LRequirement, Policy, TRequirement
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
+from sqlanon.uniqueness import uniqueness_risk
 
 #: Relative tolerance when comparing a floating-point figure with a threshold: an entropy of
 #: exactly log2(l) or an EMD of exactly t must count as satisfying the requirement.
@@ -106,16 +109,15 @@ def _constant(e: Sql) -> bool:
 
 def check_columns(be: Backend, policy: Policy, rel: Relation | None = None) -> dict[str, Column]:
     """Every declared column must exist in the relation (exact, case-sensitive names), and every
-    quasi-identifier and sensitive attribute must be groupable: the base frequency table is a
-    GROUP BY over them (seed 002 section 4.1, the frequency table), so a type without equality
-    would fail there with the driver's words and no column named."""
+    quasi-identifier and sensitive attribute must be groupable: the base frequency table is a GROUP
+    BY over them, so a type without equality would fail there with the driver's words, no column named."""
     rel = rel or policy.source
     cols = {c.name: c for c in be.require_columns(rel, "source")}
     grouped: list[Column] = []
     for spec in policy.columns:
-        if spec.name not in cols:
-            near = [c for c in cols if c.lower() == spec.name.lower()]
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
+        if spec.name not in cols:  # a case slip first, then the closest spelling (`marital`: `maritl`)
+            alt = [c for c in cols if c.lower() == spec.name.lower()] or get_close_matches(spec.name, cols, 1)
+            hint = f" (did you mean {alt[0]!r}?)" if alt else ""
             raise SqlanonError(f"columns.{spec.name}: no such column in {str(rel)!r}{hint}")
         col = cols[spec.name]
         if spec.role in ("quasi", "sensitive"):
@@ -188,10 +190,7 @@ def _sort_key(policy: Policy, name: str, alias: Sql) -> Sql:
 
 def _l_rank(policy: Policy, attr: str) -> int:
     """The l used for the recursive tail: the policy's recursive l for ``attr``, else 2."""
-    for r in policy.privacy.l:
-        if r.attribute == attr and r.kind == "recursive":
-            return int(r.l)
-    return 2
+    return next((int(r.l) for r in policy.privacy.l if r.attribute == attr and r.kind == "recursive"), 2)
 
 
 def refuse_unsatisfiable_l(r: LRequirement, m: int) -> None:
@@ -231,10 +230,10 @@ def _t_violation(r: TRequirement, alias: str) -> exp.Expression:
 
 
 def checked_sensitive(policy: Policy) -> list[tuple[int, str, bool]]:
-    """The sensitive attributes an l or t requirement names: (index among ``policy.sensitive``,
+    """The sensitive attributes an l, t or likeness requirement names: (index among ``policy.sensitive``,
     name, whether an ordered EMD is asked of it). Their class statistics feed
     :func:`requirement_checks` under the alias ``a<index>``."""
-    used = {r.attribute for r in policy.privacy.l} | {r.attribute for r in policy.privacy.t}
+    used = checked_attributes(policy.privacy)
     ordered = {r.attribute for r in policy.privacy.t if r.measure == "emd-ordered"}
     return [(i, c.name, c.name in ordered) for i, c in enumerate(policy.sensitive) if c.name in used]
 
@@ -249,6 +248,7 @@ def requirement_checks(policy: Policy, stats_alias: dict[str, str]) -> list[tupl
         checks.append((r.label, _l_violation(r, stats_alias[r.attribute])))
     for r in policy.privacy.t:
         checks.append((r.label, _t_violation(r, stats_alias[r.attribute])))
+    checks += likeness_checks(policy, stats_alias, EPS)
     pros = policy.privacy.risk.get("prosecutor")
     if pros is not None:
         # 1/n > r  <=>  n * r < 1: the classes whose records exceed the prosecutor bound.
@@ -262,10 +262,6 @@ def requirement_checks(policy: Policy, stats_alias: dict[str, str]) -> list[tupl
             )
         )
     return checks
-
-
-def _f(x: Any) -> float | None:
-    return None if x is None else float(x)
 
 
 def reference_context(reference: FrequencyTables | None, name: str) -> dict[str, Any]:
@@ -343,6 +339,7 @@ def assess_tables(
 
     l_div: dict[str, Any] = {}
     t_close: dict[str, Any] = {}
+    likeness: dict[str, Any] = {}
     info: dict[str, Any] = {}
     stats_alias: dict[str, str] = {}
     joins = []
@@ -369,7 +366,7 @@ def assess_tables(
         stats_alias[name] = f"s{i}"
         joins.append({"rel": stats, "alias": ident(f"s{i}")})
         row = be.query("assess/sensitive_summary", stats=stats)[0]
-        (l_distinct, min_h, max_kl, max_eq, max_ord, c_min, short, h_w, m, mi, cond_h) = row
+        (l_distinct, min_h, max_kl, max_eq, max_ord, c_min, short, h_w, m, mi, cond_h, *lk) = row
         distinct_count = int(m)
         for r in policy.privacy.l:
             if r.attribute == name:
@@ -380,12 +377,13 @@ def assess_tables(
             "entropy": 2.0 ** float(min_h),
             "recursive": {
                 "l": l_rank,
-                "c_min": None if int(short) > 0 else _f(c_min),
+                "c_min": None if int(short) > 0 or c_min is None else float(c_min),
                 "classes_with_fewer_than_l_values": int(short),
                 "c": rec_req.c if rec_req else None,
             },
         }
         t_close[name] = {"emd_equal": float(max_eq), "emd_ordered": float(max_ord), "kl": float(max_kl)}
+        likeness[name] = likeness_figures(*lk, EPS)
         t_req = next((r for r in policy.privacy.t if r.attribute == name), None)
         h = float(h_w)
         tops = {}
@@ -445,6 +443,7 @@ def assess_tables(
         "prosecutor_avg": n_classes / n_rows,
         "marketer": n_classes / n_rows,
         "journalist": None,
+        **uniqueness_risk(hist, policy.privacy.risk),  # sample and population uniqueness
     }
     if policy.population is not None:
         risk.update(_population_risk(be, policy, ft, population_exprs))
@@ -471,6 +470,7 @@ def assess_tables(
         "policy_k": k_policy,
         "l_diversity": l_div,
         "t_closeness": t_close,
+        "likeness": likeness,
         "information": info,
         "risk": risk,
         "satisfied": satisfied,

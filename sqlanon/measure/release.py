@@ -67,3 +67,16 @@ def release_check(
     if not bad and not result["satisfied"].get("all", True):
         bad = ["all"]
     return result, bad, missing
+
+
+def without_classes(assessed: dict[str, Any]) -> dict[str, Any]:
+    """``assessed`` without its most disclosive classes (``top_i1``, ``top_i2``), whose QI values
+    are the source's: for figures shown beside a release (the report's *before*, ``evaluate``'s
+    assessment before suppression), which must not name a class the release suppressed."""
+    out = dict(assessed)
+    if isinstance(out.get("information"), dict):
+        out["information"] = {
+            name: {k: v for k, v in info.items() if k not in ("top_i1", "top_i2")}
+            for name, info in out["information"].items()
+        }
+    return out

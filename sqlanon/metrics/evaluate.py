@@ -12,7 +12,7 @@ from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Evaluator, Plan, Progress, node_map, parse_levels, prepare
 from sqlanon.lattice.mondrian import MondrianResult, mondrian, mondrian_release
 from sqlanon.measure.assessment import assess
-from sqlanon.measure.release import release_check
+from sqlanon.measure.release import release_check, without_classes
 from sqlanon.metrics.info import METRIC_INFO, ZERO, _spec, monotone
 from sqlanon.metrics.optimum import choose, search
 from sqlanon.metrics.scoring import compute
@@ -61,7 +61,7 @@ def evaluate_node(be: Backend, policy: Policy, levels: str) -> dict[str, Any]:
         "metrics": vals,
         "metric_info": metric_info(plan),
         "assess_scope": "the source generalised to this node, before suppression",
-        "assess": assessed,
+        "assess": without_classes(assessed),
     }
     if pert.measured is not None:
         out["perturbation"] = pert.measured

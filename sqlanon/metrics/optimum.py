@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Node, NodeResult, Plan, Progress, SearchResult, run_search
+from sqlanon.lattice.local import local_plan, location
 from sqlanon.measure.release import release_check
 from sqlanon.metrics.bounds import BOUND_EPS, CHOOSE_CHUNK, _rank, rank_lower_bound
 from sqlanon.metrics.info import COUNT_METRICS, NODE_METRICS, PHI_KINDS, candidates_for
@@ -81,6 +82,35 @@ def search(plan: Plan, algorithm: str, metric: str, progress: Progress | None = 
     return run_search(plan, algorithm, progress, pruning(plan, metric))
 
 
+def walk(
+    plan: Plan, algorithm: str, metric: str, progress: Progress | None = None, where: str | None = None
+) -> tuple[SearchResult, Node, dict[str, Any], dict[str, Any]]:
+    """:func:`search` and :func:`choose` where ``search.where`` says (``where``: ``--search-in``;
+    :func:`sqlanon.lattice.local.location`): in the database, or on a local copy of the coded table
+    (:func:`~sqlanon.lattice.local.local_plan`). The last item says where and how many rows crossed.
+
+    Locally, the optimum is chosen there too unless choosing reads more than the search's tables:
+    a table-wide risk bound measures candidate releases of the source, a label outside the
+    quasi-identifiers and sensitive attributes scans the source again; both are chosen in the
+    database, from the local walk's results (a node's result is the same wherever it is counted)."""
+    if location(plan, where) == "database":
+        result = search(plan, algorithm, metric, progress)
+        node, best = choose(plan, result, metric)
+        return result, node, best, {"search_location": "database", "rows_transferred": 0}
+    pol = plan.policy
+    label = pol.label_column
+    read = {c.name for c in pol.columns if c.role in ("quasi", "sensitive")}
+    here = not global_bounds(pol) and (label is None or label in read)
+    with local_plan(plan) as lp:
+        result = search(lp, algorithm, metric, progress)
+        if here:
+            node, best = choose(lp, result, metric)
+        moved = lp.be.moved  # type: ignore[attr-defined]
+    if not here:
+        node, best = choose(plan, result, metric)
+    return result, node, best, {"search_location": "local", "rows_transferred": moved}
+
+
 def choose(plan: Plan, result: SearchResult, metric: str) -> tuple[Node, dict[str, Any]]:
     """The optimum by ``metric`` (:func:`choose_among`); with a table-wide risk bound (average,
     marketer, journalist), the best-ranked satisfying node whose release also meets it.
@@ -133,6 +163,9 @@ def choose_among(
         # is a candidate, not only the minimal ones.
         cands = sorted(n for n in result.satisfying if n not in exclude)
     if not cands:
+        k = plan.policy.privacy.k or 1
+        if k > plan.n_rows:  # issue 34: name the cause when no class can ever reach k
+            raise SqlanonError(f"privacy.k: k = {k} but the table has {plan.n_rows} rows; lower k")
         raise SqlanonError(
             "no generalisation satisfies the policy within the suppression limit "
             f"({plan.allowed} records); raise privacy.suppression or relax the requirements"

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Evaluator, NodeResult, Plan
+from sqlanon.likeness import checked_attributes
 from sqlanon.measure.assessment import FrequencyTables, _l_rank, _sort_key, requirement_checks
 from sqlanon.metrics.info import (
     BATCH,
@@ -335,7 +336,7 @@ def _attrs(plan: Plan, mt: MetricTables) -> list[dict[str, Any]]:
     """The sensitive attributes the policy's l and t requirements read (class statistics)."""
     pol = plan.policy
     ordered = {r.attribute for r in pol.privacy.t if r.measure == "emd-ordered"}
-    used = {r.attribute for r in pol.privacy.l} | {r.attribute for r in pol.privacy.t}
+    used = checked_attributes(pol.privacy)
     return [
         {"p": Sql(f"a{i}"), "sid": mt.sid[i], "l_rank": _l_rank(pol, s), "ordered": s in ordered}
         for i, s in enumerate(mt.s_names)

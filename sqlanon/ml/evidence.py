@@ -23,7 +23,7 @@ from sqlanon.measure.assessment import (
     check_columns,
     reference_context,
 )
-from sqlanon.measure.release import release_check
+from sqlanon.measure.release import release_check, without_classes
 from sqlanon.metrics import compute, metric_info, profile
 from sqlanon.metrics.optimum import check_node_release
 from sqlanon.ml.experiment import utility
@@ -57,7 +57,7 @@ def report_data(
     trainers: Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The report's data (the JSON of ``sqlanon report --json``, see the README)."""
+    """The report's data (the JSON of ``sqlanon report --json``, see docs/report.md)."""
     hierarchies = build_hierarchies(policy, check_columns(be, policy))
     before = assess(be, policy, validate=lambda ft: check_coverage(be, hierarchies, ft))
     search = anonymise(
@@ -89,7 +89,7 @@ def report_data(
         "source": str(policy.source),
         "dialect": be.dialect,
         "policy": _policy_summary(policy, search),
-        "before": before,
+        "before": without_classes(before),  # the source's classes may be ones the release suppressed
         "after": after,
         "search": search,
         "metrics": metrics,
@@ -140,9 +140,14 @@ def _policy_summary(policy: Policy, search: dict[str, Any]) -> dict[str, Any]:
     checks += [{"kind": "l", "attribute": r.attribute, "measure": r.kind, "bound": r.l} for r in p.l]
     checks += [{"kind": "t", "attribute": r.attribute, "measure": r.measure, "bound": r.t} for r in p.t]
     checks += [{"kind": "risk", "measure": kind, "bound": bound} for kind, bound in p.risk.items()]
+    checks += [
+        {"kind": "likeness", "attribute": r.attribute, "measure": r.model, "bound": r.bound}
+        for r in p.likeness
+    ]
     labels = [f"k >= {p.k}"] if p.k else []
     labels += [r.label for r in p.l] + [r.label for r in p.t]
     labels += [f"risk.{kind} <= {bound:g}" for kind, bound in p.risk.items()]
+    labels += [r.label for r in p.likeness]
     reqs = [{**c, "label": lab} for c, lab in zip(checks, labels, strict=True)]
     return {
         "source": str(policy.source),

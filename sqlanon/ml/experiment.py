@@ -73,7 +73,7 @@ def utility(
     trainers: Sequence[str] = ALL_TRAINERS,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The documented JSON object of ``sqlanon utility --json`` (see the README)."""
+    """The documented JSON object of ``sqlanon utility --json`` (see docs/utility.md)."""
     _check_label(policy, label)
     if sample < 10:
         raise SqlanonError(f"--sample: at least 10 rows, got {sample}")

@@ -9,7 +9,6 @@ and whether what it shows is good, for a reader who has never heard of k-anonymi
 from __future__ import annotations
 
 import io
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from sqlanon.errors import SqlanonError
+from sqlanon.report.console import number
 
 BEFORE, AFTER = "#c0504d", "#2e75b6"
 #: Class-size bands (lower edges) for the histograms: 1, 2, 3-4, 5-9, 10-19, ...
@@ -163,6 +163,40 @@ def prosecutor(before: Mapping[str, Any], after: Mapping[str, Any], bound: float
     return svg(fig, "prosecutor"), sentence
 
 
+#: The width of each measure's bins (templates/report/distribution.sql.j2: distinct l exactly,
+#: entropy l and KL by tenths, EMD by fiftieths).
+BIN_WIDTH = {"distinct": 1.0, "entropy": 0.1, "emd_equal": 0.02, "emd_ordered": 0.02, "kl": 0.1}
+
+
+def _smallest_gap(bins: Sequence[float]) -> float:
+    gaps = [b - a for a, b in zip(bins, bins[1:], strict=False) if b > a]
+    return min(gaps, default=1.0)
+
+
+def _binned_bars(
+    ax: Any,
+    bins: Sequence[float],
+    width: float,
+    centred: bool,
+    series: Sequence[tuple[str, Sequence[float], str]],
+) -> None:
+    """Bars on a numeric axis, each bin at its real place and width: only the non-empty bins come
+    from the database, and drawing them side by side spaced l = 1, 2, 9 evenly (issue 34).
+    ``centred``: the bins are whole values (distinct l), drawn around them; else a bin is
+    ``[edge, edge + width)``."""
+    from matplotlib.ticker import MaxNLocator
+
+    n = len(series)
+    bar = 0.8 * width / n
+    for i, (name, values, colour) in enumerate(series):
+        shift = (i - (n - 1) / 2) * bar + (0 if centred else width / 2)
+        ax.bar([b + shift for b in bins], values, bar, label=name, color=colour)
+    if centred:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+
+
 def _hist_series(hist: Sequence[Sequence[float]], total: float) -> dict[float, float]:
     return {float(b): 100 * float(r) / (total or 1) for b, _, r in hist}
 
@@ -181,15 +215,13 @@ def spread(
     sb, sa = _hist_series(before, tb), _hist_series(after, ta)
     bins = sorted(set(sb) | set(sa))
     fig, (ax,) = _figure()
-    labels = [f"{b:g}" for b in bins]
-    _bars(
+    _binned_bars(
         ax,
-        labels,
+        bins,
+        BIN_WIDTH.get(measure) or _smallest_gap(bins),
+        measure == "distinct",
         [("source", [sb.get(b, 0) for b in bins], BEFORE), ("release", [sa.get(b, 0) for b in bins], AFTER)],
     )
-    if len(labels) > 12:
-        for i, lab in enumerate(ax.get_xticklabels()):
-            lab.set_visible(i % math.ceil(len(labels) / 12) == 0)
     names = {
         "distinct": "distinct values of " + attr + " in the record's class (l)",
         "entropy": "entropy l of the record's class, 2^H (lower edge of a tenth)",
@@ -265,11 +297,7 @@ def _integer_k(ax: Any) -> None:
 
 
 def _fmt(v: Any) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return number(v, none="n/a")
 
 
 def slug(text: str) -> str:

@@ -72,14 +72,33 @@ def _cell(v: Any) -> Text:
     return Text(str(v))
 
 
-def _fmt(v: Any) -> str:
+def number(v: Any, digits: int = 4, none: str = "-") -> str:
+    """One number format for every printed figure (issue 34: DM printed as ``2.834e+04`` and
+    ``15098.0000`` beside ``1,020,234``): counts and reals of 1,000 or more with thousands
+    separators and no decimals; smaller reals to ``digits`` significant digits, never in
+    exponent form unless below 0.0001.
+
+    >>> [number(v) for v in (1020234, 28340.4, 15098.0, 0.31276, 123.456, 2.0, 0.0, 1.2e-05, None)]
+    ['1,020,234', '28,340', '15,098', '0.3128', '123.5', '2', '0', '1.2e-05', '-']
+    """
     if v is None:
-        return "-"
+        return none
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if v != v or v in (float("inf"), float("-inf")):
+        return str(v)
+    v = 0.0 if abs(v) < 1e-12 else v  # -0.0000 from a sum that is 0 up to rounding
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}" if v == 0 or abs(v) >= 1e-4 else f"{v:.{min(digits, 3)}g}"
+
+
+def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "NO"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+    return number(v)
 
 
 def print_assess(
@@ -103,6 +122,7 @@ def print_assess(
         f"records in classes smaller than k={a['policy_k']}: {a['records_below_k']} "
         f"({a['share_below_k']:.2%})"
     )
+    _print_k_scope(a, console)
     sizes = ", ".join(f"{s}:{n}" for s, n in list(a["class_sizes"].items())[:12])
     more = " ..." if len(a["class_sizes"]) > 12 else ""
     console.print(f"class sizes (size:classes) {sizes}{more}")
@@ -110,7 +130,15 @@ def print_assess(
     console.print(
         f"risk: prosecutor max {_fmt(r['prosecutor_max'])}, avg {_fmt(r['prosecutor_avg'])}; "
         f"marketer {_fmt(r['marketer'])}; journalist {_fmt(r['journalist'])}"
+        + (f"; sample uniqueness {_fmt(r['sample_uniqueness'])}" if "sample_uniqueness" in r else "")
+        + (
+            f"; population uniqueness ({r['population_model']}) {_fmt(r['population_uniqueness'])}"
+            if "population_model" in r
+            else ""
+        )
     )
+    for w in a.get("warnings", []):  # one line per column (HIPAA Safe Harbor identifiers, issue 35)
+        console.print(Text(f"warning: {w}", style="yellow"))
     if a["sensitive"]:
         t = Table(title="sensitive attributes")
         t.add_column("measure")
@@ -129,6 +157,8 @@ def print_assess(
             ("t: EMD equal", lambda s: a["t_closeness"][s]["emd_equal"]),
             ("t: EMD ordered", lambda s: a["t_closeness"][s]["emd_ordered"]),
             ("t: KL (max I1)", lambda s: a["t_closeness"][s]["kl"]),
+            ("delta: max |log2(q/p)|", lambda s: a.get("likeness", {}).get(s, {}).get("delta_disclosure")),
+            ("beta: basic / enhanced", lambda s: _beta(a.get("likeness", {}).get(s))),
             ("H(W) bits", lambda s: a["information"][s]["entropy"]),
             ("l_max = 2^H(W)", lambda s: a["information"][s]["l_max"]),
             ("l_t = 2^(H(W)-t)", lambda s: a["information"][s]["l_t"]),
@@ -155,6 +185,31 @@ def print_assess(
         _print_requirements(a, console, released, quiet)
     if a.get("perturbation"):
         print_perturbation(a["perturbation"], console, quiet=quiet)
+
+
+def k_scope_text(r: Mapping[str, Any]) -> str | None:
+    """Which QIs k is over, and what protects the perturbed ones left out of it (issue 34: a
+    perturbed QI was out of k silently); None when every declared QI is in k."""
+    left = r.get("perturbed_qis") or {}
+    if not left:
+        return None
+    over = ", ".join(r.get("k_over") or []) or "no quasi-identifier"
+    what = "; ".join(f"{name} by {how}" for name, how in left.items())
+    return (
+        f"k is over {over} only: the perturbed quasi-identifiers are published perturbed, not "
+        f"generalised, and are not in k; what protects them is the perturbation ({what})"
+    )
+
+
+def _print_k_scope(r: Mapping[str, Any], console: Console) -> None:
+    text = k_scope_text(r)
+    if text:
+        console.print(f"note: {_e(text)}")
+
+
+def _beta(f: Mapping[str, Any] | None) -> str | None:
+    """The least beta each kind of beta-likeness holds for (enhanced: none where -ln p caps it)."""
+    return None if f is None else f"{_fmt(f['beta'])} / {_fmt(f['beta_enhanced'])}"
 
 
 def _requirement(req: str, a: Mapping[str, Any]) -> str:
@@ -270,6 +325,10 @@ def print_anonymise(
                 if r.get("search_scope") == "optimum"
                 else f"{len(r['minimal_nodes'])} minimal node(s)"
             )
+            + {
+                "local": f"; walked locally ({r.get('rows_transferred')} rows copied)",
+                "database": "; walked in the database",
+            }.get(r.get("search_location"), "")
         )
     opt = r["optimum"]
     if r.get("algorithm") == "mondrian":
@@ -289,6 +348,8 @@ def print_anonymise(
             f"chosen node {_e(node_text(r['node'], examples))} ({_e(opt['metric'])} = {_fmt(opt['value'])}); "
             f"suppressed records: {r['suppressed_records']} of {r['rows']}"
         )
+    if not r.get("published"):  # the published relation's measurement says it otherwise
+        _print_k_scope(r, console)
     if r.get("excluded_columns"):
         console.print(f"not published (undeclared): {_e(', '.join(r['excluded_columns']))}")
     if r.get("perturbation"):
@@ -297,7 +358,7 @@ def print_anonymise(
         if "sqlanon_secret" in r["sql"]:  # the keys' pads are read from it, never written here
             console.print(
                 "-- reads the session-temporary relation sqlanon_secret (the HMAC pads of the secret keys);\n"
-                "-- create and fill it first in the same session: see the README, *Security*",
+                "-- create and fill it first in the same session: see docs/security.md",
                 markup=False,
                 highlight=False,
             )
@@ -310,11 +371,7 @@ def print_anonymise(
 
 
 def _fmt6(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
+    return number(v, 6)
 
 
 def print_evaluate(
@@ -365,44 +422,52 @@ def print_profile(
     examples: Sequence[Mapping[str, str | None] | None] | None = None,
     quiet: bool = False,
 ) -> None:
-    """``examples``: per entry of the profile, an example label per QI of its node."""
+    """``examples``: per entry of the profile, an example label per QI of its node.
+
+    One table per algorithm, and each k's node on a line of its own above it: the nodes as cells
+    and both algorithms side by side made a 300-character table (issue 34); the tables hold
+    numbers only and fit 100 columns for five values of k."""
     console = console or make_console()
     console.print(
         f"[bold]utility profile[/bold] of {_e(r['source'])} ({_e(r['dialect'])}): optimum by "
         f"{_e(r['metric'])} ({_e(r['algorithm'])}), suppression limit {r['suppression']:.2%}"
     )
     rows = r["profile"]
-    qis = next((list(e["node"]) for e in rows if e.get("node")), [])
-    t = Table(caption=_cell(f"node = levels of {', '.join(qis)}") if qis else None)
-    # Metric names never break (a narrow terminal folded them to `suppresse/d`); values may.
-    t.add_column("metric", no_wrap=True, min_width=_widest(["suppressed", *r["metric_info"]]))
-    t.add_column("better", no_wrap=True)
-    several = len({e.get("algorithm") for e in rows}) > 1
-    for e in rows:  # a value too wide is cut visibly (…), never split
-        t.add_column(f"k={e['k']}" + (f" {e['algorithm']}" if several else ""))
     ex = list(examples or [])
     ex += [None] * (len(rows) - len(ex))
-    nodes = [
-        f"{e['partitions']:,} partitions" if "partitions" in e else _levels_text(e.get("node"), x)
-        for e, x in zip(rows, ex, strict=True)
-    ]
-    t.add_row(*map(_cell, ("node", "", *nodes)))
-    t.add_row(*map(_cell, ("suppressed", "", *[_fmt6(e.get("suppressed_records")) for e in rows])))
-    t.add_row(*map(_cell, ("classes", "", *[_fmt6(e.get("classes")) for e in rows])))
-    for name, i in r["metric_info"].items():
-        t.add_row(
-            *map(_cell, (name, i["better"], *[_fmt6((e.get("metrics") or {}).get(name)) for e in rows]))
-        )
-    console.print(t)
+    algorithms = list(dict.fromkeys(e.get("algorithm") for e in rows))
+    for alg in algorithms:
+        mine = [(e, x) for e, x in zip(rows, ex, strict=True) if e.get("algorithm") == alg]
+        if len(algorithms) > 1:
+            console.print(f"[bold]{_e(alg)}[/bold]")
+        for e, x in mine:
+            what = f"{e['partitions']:,} partitions" if "partitions" in e else node_text(e.get("node"), x)
+            console.print(Text(f"k={e['k']}: {what if e.get('node') or 'partitions' in e else '-'}"))
+        _profile_table(r, [e for e, _ in mine], console)
     _explain(
         console,
         quiet,
-        "One column per k: the best node for that k (each QI's level, an example label in "
-        "brackets) and its metrics; a larger k protects more and usually loses more information.",
+        "One column per k: the best release for that k (its node above the table: each QI's level, "
+        "an example label in brackets) and its metrics; a larger k protects more and usually loses "
+        "more information.",
     )
     for e in rows:
         if e.get("error"):
             console.print(f"k={e['k']}: {_e(e['error'])}")
+
+
+def _profile_table(r: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], console: Console) -> None:
+    t = Table()
+    # Metric names never break (a narrow terminal folded them to `suppresse/d`); values may.
+    t.add_column("metric", no_wrap=True, min_width=_widest(["suppressed", *r["metric_info"]]))
+    t.add_column("better", no_wrap=True)
+    for e in rows:  # a value too wide is cut visibly (…), never split
+        t.add_column(f"k={e['k']}", justify="right")
+    t.add_row(*map(_cell, ("suppressed", "", *[_fmt(e.get("suppressed_records")) for e in rows])))
+    t.add_row(*map(_cell, ("classes", "", *[_fmt(e.get("classes")) for e in rows])))
+    for name, i in r["metric_info"].items():
+        t.add_row(*map(_cell, (name, i["better"], *[_fmt((e.get("metrics") or {}).get(name)) for e in rows])))
+    console.print(t)
 
 
 def _levels_text(node: Mapping[str, int] | None, examples: Mapping[str, str | None] | None) -> str:

@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from sqlanon.errors import SqlanonError
 from sqlanon.report import charts, mlcharts
-from sqlanon.report.console import make_console
+from sqlanon.report.console import make_console, number
 from sqlanon.sql.compile import TEMPLATES_DIR
 
 CHROMIUM_ENV = "SQLANON_CHROMIUM"
@@ -61,16 +61,10 @@ def _env() -> jinja2.Environment:
 
 
 def _num(v: Any) -> str:
-    if v is None:
-        return "n/a"
+    """The console's one number format (:func:`sqlanon.report.console.number`)."""
     if isinstance(v, bool):
         return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        v = 0.0 if abs(v) < 1e-12 else v
-        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.4g}"
-    return str(v)
+    return number(v, none="n/a")
 
 
 def _figure(pair: tuple[str, str]) -> dict[str, Any]:
@@ -82,7 +76,8 @@ def _requirements(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[d
     keys += [k for k in after.get("satisfied", {}) if k != "all" and k not in keys]
     return [
         {
-            "name": k,
+            # The JSON key "k" read as a bare "k" on the page: the requirement is k >= the policy's.
+            "name": f"k >= {before.get('policy_k')}" if k == "k" else k,
             "before": before.get("satisfied", {}).get(k),
             "after": after.get("satisfied", {}).get(k),
             "records": before.get("violations", {}).get(k),
@@ -134,6 +129,16 @@ def _sensitive(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def k_scope(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The QIs the release's k is over, and each perturbed QI left out of it with its perturbation
+    (issue 34: a perturbed QI was out of k silently; the page says so beside k)."""
+    over = list(data["after"].get("quasi_identifiers") or [])
+    quasi = [c["name"] for c in data["policy"]["columns"] if c.get("role") == "quasi"]
+    pert = data["search"].get("perturbation") or {}
+    left = {q: (pert.get(q) or {}).get("describe") or "perturbation" for q in quasi if q not in over}
+    return {"over": over, "perturbed": left}
+
+
 def render(data: Mapping[str, Any]) -> str:
     """The page's HTML text."""
     before, after = data["before"], data["after"]
@@ -145,6 +150,7 @@ def render(data: Mapping[str, Any]) -> str:
         "fig_classes": _figure(charts.class_sizes(before, after, k)),
         "fig_risk": _figure(charts.prosecutor(before, after, bound)),
         "sensitive": _sensitive(data),
+        "k_scope": k_scope(data),
         "fig_tradeoff": _figure(charts.tradeoff(data["profile"], data["metric_info"])),
         "ml": None,
     }

@@ -34,7 +34,7 @@ def loss_vs_k(u: Mapping[str, Any]) -> tuple[str, str]:
         ax.set_title(title + " (lower is better)", fontsize=9)
         _integer_k(ax)
     sentence = (
-        "The information lost by each release as k grows (seed 002's figure 8): the higher a curve, "
+        "The information lost by each release as k grows (Marchand 2019, fig. 8): the higher a curve, "
         "the more the release's quasi-identifiers were coarsened; these are the figures the search "
         "optimises, and the charts below ask whether a model notices."
     )
@@ -106,7 +106,7 @@ def performance_vs_loss(u: Mapping[str, Any]) -> tuple[str, str]:
         axes[0].set_ylabel("balanced accuracy")
     sentence = (
         "Each dot is one release's classifier: its balanced accuracy against that release's information "
-        "loss (seed 002's figure 10). Dots falling to the right mean the metric predicts the damage; a "
+        "loss (Marchand 2019, fig. 10). Dots falling to the right mean the metric predicts the damage; a "
         "flat row of dots means the metric says little about this task."
     )
     return svg(fig, "ml_scatter"), sentence

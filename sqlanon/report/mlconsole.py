@@ -9,18 +9,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from sqlanon.report.console import _explain, make_console, node_text
+from sqlanon.report.console import _explain, make_console, node_text, number
 
 LOSS = (("entropy_loss", "Pi_e"), ("ncp", "NCP"), ("discernibility", "DM"), ("cm", "CM"))
 
 
 def _f(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        v = 0.0 if abs(v) < 1e-12 else v  # -0.0000 from a sum that is 0 up to rounding
-        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.4f}"
-    return str(v)
+    return number(v)  # one number format for every printed figure (issue 34)
 
 
 def print_utility(r: Mapping[str, Any], console: Console | None = None, *, quiet: bool = False) -> None:

@@ -68,7 +68,7 @@ def _mapping_from_rows(
         if value is None:
             raise PolicyError(
                 f"policy key {key!r}: a null value cannot be a key (a stray '~'?); cover NULL with "
-                "'null: [label1, ...]' beside 'map' (README, *Hierarchies*)"
+                "'null: [label1, ...]' beside 'map' (docs/policy.md, Hierarchies)"
             )
         if isinstance(value, dict | list | bool):
             raise PolicyError(f"policy key {key!r}: value {value!r} must be a single text or number")

@@ -7,6 +7,14 @@ and rows added later fall into the partition their values belong to. Each record
 replaced by its partition's summary, computed from the records of the partition: ``[lo-hi]`` for
 a QI cut on its numbers (the value alone when lo = hi), the lowest common label of its hierarchy
 for a QI with one, and the set of its values ``{a,b}`` (sorted; one value shown alone) otherwise.
+
+NULL stays NULL: a partition whose only value is NULL publishes NULL, and a set label is a
+PostgreSQL array literal (its documentation, *Arrays*, "Array Value Input"): NULL is the bare word
+``NULL`` and a value that could be read otherwise (``NULL`` in any case, empty, holding a brace,
+comma, double quote, backslash or control character, or space at either end) is double-quoted,
+its double quotes and backslashes escaped by a backslash, so
+``{French,NULL}`` (a NULL record) and ``{French,"NULL"}`` (the text 'NULL') differ, and
+``label::text[]`` on PostgreSQL gives the set's values back.
 """
 
 from __future__ import annotations
@@ -24,6 +32,10 @@ from sqlanon.relation import Relation
 from sqlanon.sql.builders import as_text, concat
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 from sqlanon.transform.hierarchy import Hierarchy
+
+#: Characters that make a set element quoted (PostgreSQL's array_out quotes these, and any
+#: whitespace; inner spaces read back unquoted, so only spaces at either end count here).
+_QUOTED = '{},"\\\t\n\r\f\v'
 
 #: Partitions a release written as a CASE tree may hold (a view, the printed SQL): one branch per
 #: cut, and engines bind the whole expression for every query (65,536 leaves: 10 s to create a
@@ -56,6 +68,29 @@ def _median_literal(cut: TreeCut, col: Column | None) -> exp.Expression:
     if col is not None and col.temporal:
         return exp.cast(text, exp.DataType.build("timestamp" if "time" in col.type.lower() else "date"))
     return text
+
+
+def set_element(v: str) -> Sql:
+    """The text of value ``v`` (text, or NULL) as an element of a set label: ``NULL`` for NULL,
+    double-quoted and escaped where it could read as something else (see the module docstring).
+
+    >>> print(set_element("v")[:90])
+    CASE WHEN v IS NULL THEN 'NULL' WHEN v = '' OR UPPER(v) = 'NULL' OR LEFT(v, 1) = ' ' OR RI
+    """
+    contains = [f"STRPOS({v}, CHR({ord(c)})) > 0" for c in _QUOTED]
+    ends = [f"{v} = ''", f"UPPER({v}) = 'NULL'", f"LEFT({v}, 1) = ' '", f"RIGHT({v}, 1) = ' '"]
+    needs = " OR ".join([*ends, *contains])
+    escaped = f"REPLACE(REPLACE({v}, CHR(92), CHR(92) || CHR(92)), CHR(34), CHR(92) || CHR(34))"
+    quoted = concat("CHR(34)", escaped, "CHR(34)")
+    return Sql(f"CASE WHEN {v} IS NULL THEN 'NULL' WHEN {needs} THEN {quoted} ELSE {v} END")
+
+
+def set_label(v: str) -> Sql:
+    """A partition's set label, an aggregate over its distinct values ``v`` (text, one row per
+    value, NULL included): the value alone when there is one (NULL stays NULL), else the array
+    literal of :func:`set_element` of each, in value order, NULL last."""
+    agg = f"STRING_AGG({set_element(v)}, ',' ORDER BY {v} NULLS LAST)"
+    return Sql(f"CASE WHEN COUNT(*) = 1 THEN MIN({v}) ELSE '{{' || {agg} || '}}' END")
 
 
 def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: str, partitions: int) -> Sql:
@@ -143,8 +178,14 @@ def partition_context(
                 )
             labels.append({"alias": alias, "expr": Sql(f"CASE {' '.join(whens)} ELSE '*' END")})
         else:
-            v = Sql(f"COALESCE({as_text(col)}, 'NULL')")
-            sets.append({"alias": alias, "name": ident(f"{internal}set_{j}"), "value": v})
+            sets.append(
+                {
+                    "alias": alias,
+                    "name": ident(f"{internal}set_{j}"),
+                    "value": as_text(col),
+                    "label": set_label("v"),
+                }
+            )
     conds = []
     for j, h in enumerate(hierarchies):
         col = Sql(f"s.{ident(h.column)}")

@@ -86,6 +86,7 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
     column, perturbed ones replaced; then each perturbed column's original and auxiliary value).
     Without the source's columns (``compile`` without a database) the declared ones stand in and
     types are not checked."""
+    check_suppression(policy)
     checked = src_cols is not None
     if src_cols is None:
         src_cols = [Column(c.name, "") for c in policy.columns]
@@ -176,6 +177,45 @@ def context(policy: Policy, src_cols: list[Column] | None) -> dict[str, Any]:
         "cols": cols,
         "out_cols": out_cols,
         "orig": [ident(f"{p}x{i}") for i in range(len(cols))],
+    }
+
+
+#: Methods whose published value of a record depends on other records' values (swapped in, drawn
+#: from the column, averaged, or the noise's scale taken from the data's gaps).
+CROSS_RECORD = ("swap", "pram", "k-pram", "microaggregate", "k-noise")
+
+
+def check_suppression(policy: Policy) -> None:
+    """Perturbation runs over every source record, before the search decides which records the
+    release suppresses: a cross-record method would then carry a suppressed record's value onto a
+    published row (a swapped-in income, a PRAM draw of a rare value, a group mean, k-noise's scale).
+    So such a method is refused where the release may remove records (``suppression_mode: remove``
+    with a suppression limit above 0); masked records keep their values in the release anyway."""
+    priv = policy.privacy
+    if priv.suppression <= 0 or priv.suppression_mode == "mask":
+        return
+    for spec in policy.perturbed:
+        if spec.perturb is not None and spec.perturb.method in CROSS_RECORD:
+            raise SqlanonError(
+                f"columns.{spec.name}.perturb: {spec.perturb.method} moves values between records, so a "
+                "record the release suppresses would show through published rows; use privacy.suppression: 0 "
+                "or suppression_mode: mask with it (or noise, whose value stays with its record)"
+            )
+
+
+def shown(measured: dict[str, Any] | None, suppressed: int) -> dict[str, Any] | None:
+    """The perturbation figures shown beside a release: computed over every source record, so where
+    the release suppresses records only what does not depend on their values is shown."""
+    if measured is None or not suppressed:
+        return measured
+    return {
+        name: {
+            "method": m["method"],
+            "describe": m["describe"],
+            "not_shown": f"the figures count every source record, including the {suppressed} the release "
+            "suppresses",
+        }
+        for name, m in measured.items()
     }
 
 
@@ -366,9 +406,8 @@ def measure(be: Backend, policy: Policy, rows: Relation, src_cols: list[Column])
                     hi = lo + max(1.0, abs(lo))
                 ks, bins_mse = be.query("perturb/ks", bins=BINS, lo=lit(lo), hi=lit(hi), **ctx)[0]
                 m["ks"] = {"statistic": _f(ks), "critical_5pct": 1.358 * math.sqrt(2 / n)}
-                m["binned"] = {
+                m["binned"] = {  # over the original's range, which is not shown: its ends are raw values
                     "bins": BINS,
-                    "range": [float(mn), float(mx)],
                     "mse": _f(bins_mse),
                     "rmse": math.sqrt(bins_mse) if bins_mse is not None else None,
                 }
@@ -382,6 +421,11 @@ def measure(be: Backend, policy: Policy, rows: Relation, src_cols: list[Column])
                     "max": r + (1 - r) * float(pmax or 0),
                 }
         m["risk"] = _risk(be, pert, ctx, n, row, numeric)
+        if pert.method in ("noise", "k-noise") and n and not changed:
+            raise SqlanonError(
+                f"columns.{spec.name}.perturb: {pert.describe()} changes no value of {spec.name} (too small "
+                "for its values' precision or its rounding): nothing would be perturbed; use a larger scale"
+            )
         out[spec.name] = m
     return out
 

@@ -95,6 +95,7 @@ def release_context(
                 "sort_key": _sort_key(policy, s, ident(s)),
                 "l_rank": _l_rank(policy, s),
                 "ordered": ordered,
+                "likeness": any(r.attribute == s for r in policy.privacy.likeness),
             }
         )
     checks = requirement_checks(policy, alias)

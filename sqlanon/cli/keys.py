@@ -1,0 +1,43 @@
+"""The secret keys on the command line: the notes printed beside SQL that reads them, and
+``sqlanon secret-pads``, which binds them for a DBA who runs printed SQL by hand (docs/security.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+
+from sqlanon.errors import SqlanonError
+from sqlanon.sql import secrets
+
+SECRET_NOTE = (
+    f"-- This statement reads the session-temporary relation {secrets.NAME} (the HMAC pads of\n"
+    "-- SQLANON_HASH_KEY and SQLANON_PERTURB_KEY; no key is written here). Create and fill it in the\n"
+    "-- same session first, e.g. in psql: CREATE TEMP TABLE sqlanon_secret (hash_ipad text, hash_opad\n"
+    "-- text, perturb_ipad text, perturb_opad text); \\copy sqlanon_secret from program 'sqlanon secret-pads'"
+)
+
+PLAIN_VIEW_NOTE = (
+    "-- A plain view: a reader's predicates run inside it, so leaky functions, failing casts and\n"
+    "-- EXPLAIN can show the rows it suppresses. `sqlanon anonymise` publishes a PostgreSQL view\n"
+    "-- through a SECURITY DEFINER function instead (docs/security.md); or publish a table."
+)
+
+
+def secret_pads_line() -> str:
+    """The secret relation's one row (the HMAC pads of SQLANON_HASH_KEY and SQLANON_PERTURB_KEY,
+    tab-separated, NULL as \\N: COPY's text format), for ``sqlanon secret-pads``. Refused when
+    stdout is a terminal (it shows the keys) or a regular file (it keeps them, world-readable
+    under a usual umask): only a pipe into COPY."""
+    mode = None
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        mode = os.fstat(sys.stdout.fileno()).st_mode
+    if sys.stdout.isatty() or (mode is not None and stat.S_ISREG(mode)):
+        raise SqlanonError(
+            "secret-pads: write to a pipe into COPY, not a terminal or a file (docs/security.md)"
+        )
+    row = secrets.secret_row().values
+    if all(v is None for v in row):
+        secrets.read_key("hash")  # names the variables to set
+    return "\t".join("\\N" if v is None else v for v in row) + "\n"

@@ -1,0 +1,59 @@
+"""Where the lattice search walks: the policy key ``search.where`` and the CLI's ``--search-in``.
+
+A module of its own, below :mod:`sqlanon.policy` in the layers (it imports nothing of sqlanon but
+the errors), so that the policy can validate the key while the walk itself lives in
+:mod:`sqlanon.lattice.local`.
+
+- ``database``: every statement of the search runs in the warehouse (for those who forbid any
+  aggregate leaving it); on PostgreSQL and Spark that is about a hundred statements;
+- ``local``: the warehouse builds the frequency table and the coded table (one scan of the
+  source), the coded table (and, if the walk reads it, the frequency table) crosses into an
+  in-memory DuckDB over the driver's bulk path, the lattice is walked there, and publishing and
+  re-verification run in the warehouse as always;
+- ``auto`` (the default): ``local`` on PostgreSQL and Spark when the coded table has at most
+  :data:`LOCAL_MAX_ROWS` rows and pyarrow is installed, else ``database``. DuckDB is already
+  in-process: ``auto`` never copies from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sqlanon.errors import PolicyError
+
+WHERES = ("auto", "database", "local")
+#: ``auto`` walks locally up to this many rows of the coded table (one row per distinct
+#: combination of quasi-identifier and sensitive values): about 100-200 bytes a row in the local
+#: DuckDB with nine quasi-identifiers (Adult's ARX hierarchies: 30 int32 level codes), so at most
+#: ~1 GB of driver memory, never spilled to disk.
+LOCAL_MAX_ROWS = 5_000_000
+#: Engines where ``auto`` walks locally: those where a statement costs far more than on DuckDB.
+LOCAL_ENGINES = frozenset({"postgres", "spark"})
+
+
+def parse_where(search: dict[str, Any]) -> str:
+    """``search.where`` of a policy's ``search:`` mapping (default ``auto``).
+
+    >>> parse_where({}), parse_where({"where": "local"})
+    ('auto', 'local')
+    """
+    where = search.get("where", "auto")
+    if where not in WHERES:
+        raise PolicyError(f"policy key 'search.where': expected one of {', '.join(WHERES)}, got {where!r}")
+    return str(where)
+
+
+SEARCH_IN_HELP = (
+    "Where the lattice search runs: 'database' (every statement in the warehouse; no aggregate leaves "
+    "it) or 'local' (the coded frequency table is copied into an in-memory DuckDB and walked there). "
+    "Default: policy search.where (auto: local on PostgreSQL and Spark up to 5e6 coded rows)."
+)
+
+
+def searched_in(policy: Any, where: str) -> Any:
+    """The policy (a :class:`sqlanon.policy.Policy`) with ``search.where`` set to ``where`` (the
+    CLI's ``--search-in``)."""
+    if where not in WHERES:
+        raise PolicyError(f"--search-in: expected one of {', '.join(WHERES)}, got {where!r}")
+    return dataclasses.replace(policy, search=dataclasses.replace(policy.search, where=where))

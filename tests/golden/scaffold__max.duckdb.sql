@@ -1,0 +1,1 @@
+SELECT MAX("Age") AS hi FROM "main"."patients"
