@@ -116,6 +116,7 @@ def anonymise(
     out.update(
         {
             "node": node_map(plan, node),
+            "wiped_qis": wiped(plan, node),
             "optimum": best,
             "suppressed_records": res.bad_records,
             "rows": plan.n_rows,
@@ -152,6 +153,16 @@ class Preflight:
     target: RelId | None = None  # the existing target, if any
     grants: tuple[tuple[str, str, bool], ...] = ()
     options: tuple[tuple[str, str], ...] = ()  # the existing view's options (security_barrier, ...)
+
+
+def wiped(plan: Plan, node: Node) -> list[str]:
+    """The QIs the node generalises to '*' (their hierarchy's top: the release keeps nothing of
+    them), for the output to name with the alternatives (issue 34)."""
+    return [
+        h.column
+        for h, lvl in zip(plan.hierarchies, node, strict=True)
+        if h.sql(int(lvl or 0), Sql(h.column)) == "'*'"
+    ]
 
 
 def notes(dialect: str, kind: str) -> list[str]:

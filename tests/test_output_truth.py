@@ -216,3 +216,15 @@ def test_dbt_mondrian_line_is_whole(duck_patients: TestDB, tmp_path: Path) -> No
     assert code == 0, err
     first = out.splitlines()[0]
     assert not first.endswith(" at") and "Mondrian" in first, first
+
+
+def test_a_wiped_qi_is_named_with_the_alternatives(duck_patients: TestDB) -> None:
+    """Issue 34 item 8: a QI generalised to '*' keeps nothing; the output says so and names what
+    would keep more (another metric, Mondrian, a finer hierarchy)."""
+    db = duck_patients
+    top = cli_json("anonymise", POLICY, "--db", db.url, "--dry-run", "--levels", "Postcode=5,Age=2")
+    assert top["wiped_qis"] == ["Postcode", "Age"]
+    code, _, err = cli("anonymise", POLICY, "--db", db.url, "--dry-run", "--levels", "Postcode=5,Age=1")
+    assert code == 0 and "note: Postcode generalised to '*'" in err and "--algorithm mondrian" in err
+    low = cli_json("anonymise", POLICY, "--db", db.url, "--dry-run", "--levels", "Postcode=2,Age=1")
+    assert low["wiped_qis"] == []

@@ -348,6 +348,11 @@ def print_anonymise(
             f"chosen node {_e(node_text(r['node'], examples))} ({_e(opt['metric'])} = {_fmt(opt['value'])}); "
             f"suppressed records: {r['suppressed_records']} of {r['rows']}"
         )
+    if r.get("wiped_qis"):
+        console.print(
+            f"note: {_e(', '.join(r['wiped_qis']))} generalised to '*' (nothing of it kept); to keep more, "
+            "try another metric (--metric ncp), Mondrian (--algorithm mondrian) or a finer hierarchy"
+        )
     if not r.get("published"):  # the published relation's measurement says it otherwise
         _print_k_scope(r, console)
     if r.get("excluded_columns"):
