@@ -287,7 +287,7 @@ def _detect_one(
     if is_age(c.name) and c.numeric:
         hi = maxima.get(c.name) if maxima is not None else _max(be, rel, c)
         if hi is not None and hi > 89:
-            return Match(c.name, "C", "range", f"ages up to {hi:g}", AGE90)
+            return Match(c.name, "C", "range", "ages over 89", AGE90)  # never the maximum itself
         return None
     if not _textual(c):
         return None

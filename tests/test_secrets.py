@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sqlanon.sql.secrets import pads
 from tests.conftest import TEST_HASH_KEY, TEST_PERTURB_KEY, TestDB
 from tests.helpers import cli, cli_json, write_policy
@@ -461,3 +463,99 @@ def test_secret_pads_refuses_a_file(tmp_path: Path) -> None:
         [exe, "secret-pads"], capture_output=True, text=True, env=dict(os.environ), check=False
     )
     assert piped.returncode == 0 and piped.stdout.count("\t") == 3 and not _leaks(piped.stderr)
+
+
+def test_local_walk_under_a_german_datestyle_prints_no_date(pg_patients: TestDB, tmp_path: Path) -> None:
+    """A database whose DateStyle is German made the local walk's copy fail with the outlier's birth
+    date in the error. Sessions now start with DateStyle ISO; a failed copy names types, not values."""
+    db = pg_patients
+    rows = [
+        [i, f"19{50 + i % 30}-0{1 + i % 9}-1{i % 9}", f"4760{i % 3}", ["flu", "cold"][i % 2]]
+        for i in range(120)
+    ]
+    rows.append([999, "1911-11-11", "99901", "ebola"])
+    db.load("people", ["id", "dob", "zip", "disease"], rows, ["BIGINT", "DATE", "VARCHAR", "VARCHAR"])
+    db.sql(f"ALTER DATABASE {db._dbname} SET datestyle = 'German, DMY'")
+    pol = {
+        "source": "main.people",
+        "columns": {
+            "id": "identifier",
+            "dob": {"role": "quasi", "hierarchy": {"date": ["month", "year"]}},
+            "zip": "quasi",
+            "disease": "sensitive",
+        },
+        "privacy": {"k": 3, "l": {"disease": 2}, "suppression": 0.05},
+        "search": {"metric": "ncp", "where": "local"},
+    }
+    code, out, err = cli("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url, "--dry-run", "--json")
+    assert code == 0, err
+    assert json.loads(out)["search_location"] == "local"
+    assert "1911" not in out + err and "11.11" not in out + err
+
+
+def test_a_failed_secret_load_is_one_line_without_its_values(
+    duck_patients: TestDB, tmp_path: Path, monkeypatch
+) -> None:  # noqa: ANN001
+    """A driver error while loading the keys' relation ended in a traceback; it is one line and never
+    the driver's text (a COPY error quotes the row it carried)."""
+    from sqlanon.sql import secrets as secrets_mod
+
+    db = duck_patients
+
+    def broken(env: Any = None) -> Any:
+        raise RuntimeError("COPY line 1: PADVALUE")
+
+    monkeypatch.setattr(secrets_mod, "secret_row", broken)
+    pol = {
+        "source": "main.patients",
+        "target": "main.patients_out",
+        "columns": {
+            "PatientName": {"role": "identifier", "action": "hash"},
+            "Postcode": "quasi",
+            "Age": "quasi",
+        },
+        "privacy": {"k": 2},
+    }
+    before = db.snapshot()
+    code, _, err = cli("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url)
+    assert code == 2 and err.count("\n") == 1 and "cannot load the secret keys' relation" in err, err
+    assert "PADVALUE" not in err and db.snapshot() == before
+
+
+def test_hipaa_age_warning_names_no_age(duck_patients: TestDB, tmp_path: Path) -> None:
+    """The warning said "ages up to 104": the exact age Safe Harbor says to hide."""
+    db = duck_patients
+    db.load("old", ["id", "age", "zip"], [[i, 30 + i, "47601"] for i in range(60)] + [[99, 104, "47601"]])
+    pol = {
+        "source": "main.old",
+        "columns": {"id": "insensitive", "age": "quasi", "zip": "quasi"},
+        "privacy": {"k": 2},
+    }
+    out = cli_json("assess", str(write_policy(tmp_path, pol)), "--db", db.url)
+    text = json.dumps(out.get("warnings"))
+    assert "over 89" in text and "104" not in text
+
+
+@pytest.mark.spark
+def test_spark_secret_never_goes_through_a_pickled_temp_file(spark_session, monkeypatch) -> None:  # noqa: ANN001
+    """pyspark's createDataFrame of local data pickles the rows into a temporary file (the pads on
+    disk); a classic session builds the secret row in the JVM instead."""
+    import pyspark
+
+    from sqlanon.engines.spark import SparkBackend
+
+    if spark_session is None:
+        pytest.skip("no Spark")
+    spark = spark_session.spark if hasattr(spark_session, "spark") else spark_session
+
+    def forbidden(*a: Any, **k: Any) -> Any:
+        raise AssertionError("local data serialised through a temporary file")
+
+    monkeypatch.setattr(pyspark.SparkContext, "_serialize_to_jvm", forbidden)
+    be = SparkBackend(dialect="spark", url="spark", _spark=spark)
+    try:
+        be.load_secrets()
+        got = spark.sql("SELECT hash_ipad FROM sqlanon_secret").collect()[0][0]
+        assert got == pads(TEST_HASH_KEY.encode())[0]
+    finally:
+        spark.catalog.dropTempView("sqlanon_secret")

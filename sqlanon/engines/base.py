@@ -128,22 +128,31 @@ class Backend:
                 "perturb / action hash: this connection may not create a temporary table, which holds the "
                 "secret key for the statements that need it (a read-only transaction or no TEMP privilege)"
             )
-        rel = secrets.relation(self.dialect)
+        rel = secrets.relation(self.dialect).sql(self.dialect)
         cols = ", ".join(f'"{c}" VARCHAR' for c in secrets.COLUMNS.values())
-        create = f"CREATE TEMP TABLE {rel.sql(self.dialect)} ({cols})"
-        self.log.append(create)
-        self._conn.exec_driver_sql(create)
-        row = secrets.secret_row().values
-        raw = self._conn.connection.driver_connection
-        if self.dialect == "postgres":
-            copy = f"COPY {rel.sql(self.dialect)} FROM STDIN"
-            self.log.append(copy)
-            with raw.cursor() as cur, cur.copy(copy) as cp:
-                cp.write_row(row)
-        else:
-            insert = f"INSERT INTO {rel.sql(self.dialect)} VALUES ({', '.join('?' for _ in row)})"
-            self.log.append(insert)
-            raw.execute(insert, list(row))
+        # Qualified by the temporary schema: only this session's own relation can be dropped (a
+        # rollback may have taken the one it loaded earlier with it).
+        statements = [f"DROP TABLE IF EXISTS {rel}", f"CREATE TEMP TABLE {rel} ({cols})"]
+        try:
+            for sql in statements:
+                self.log.append(sql)
+                self._conn.exec_driver_sql(sql)
+            raw = self._conn.connection.driver_connection
+            if self.dialect == "postgres":
+                copy = f"COPY {rel} FROM STDIN"
+                self.log.append(copy)
+                with raw.cursor() as cur, cur.copy(copy) as cp:
+                    cp.write_row(secrets.secret_row().values)
+            else:
+                insert = f"INSERT INTO {rel} VALUES (?, ?, ?, ?)"
+                self.log.append(insert)
+                raw.execute(insert, list(secrets.secret_row().values))
+        except Exception as e:  # noqa: BLE001 - never the driver's text: a COPY error quotes its row
+            interrupt.check()
+            raise SqlanonError(
+                f"perturb / action hash: cannot load the secret keys' relation on {self.dialect} "
+                f"({type(e).__name__}); nothing was published"
+            ) from None
         self._secret_loaded = True
 
     def query(self, name: str, /, **context: object) -> list[tuple]:
@@ -265,6 +274,7 @@ class Backend:
     def rollback(self) -> None:
         if self._conn is not None and self._conn.in_transaction():
             self._conn.rollback()
+            self._secret_loaded = False  # it may have been created in the rolled-back transaction
 
     def commit(self) -> None:
         if self._conn is not None and self._conn.in_transaction():

@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 #: the driver's connect-time probes: SQLAlchemy's hstore lookup compares ``t.oid = to_regtype(..)``,
 #: and a reader's exact-type ``=`` for (oid, regtype) in ``public`` ran there as the DBA. sqlanon's
 #: SQL is generated for standard strings (a backslash in a label is a character), so that is fixed
-#: too. The user's own options come first and stay in force; a later ``-c`` of the same name wins.
-PG_START = "-c search_path=pg_catalog,pg_temp -c standard_conforming_strings=on"
+#: too, and so are the text forms of dates and intervals (a database's ``DateStyle = German``
+#: made the local walk's copy fail and print a raw date in the error). The user's own options come
+#: first and stay in force; a later ``-c`` of the same name wins.
+PG_START = (
+    "-c search_path=pg_catalog,pg_temp -c standard_conforming_strings=on "
+    "-c DateStyle=ISO,MDY -c IntervalStyle=postgres"
+)
 #: The PostgreSQL drivers that pass libpq's ``options`` to the server.
 _LIBPQ_DRIVERS = ("psycopg", "psycopg2")
 

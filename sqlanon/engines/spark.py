@@ -124,13 +124,27 @@ class SparkBackend(Backend):
             )
 
     def load_secrets(self) -> None:
-        """The secret relation as a temporary view of a DataFrame built from driver memory: no SQL
-        statement carries the values (Spark's UI shows a LocalTableScan's columns, not its rows)."""
+        """The secret relation as a temporary view of rows built in driver memory, never in a
+        statement's text. A classic session builds the row in the JVM through py4j: pyspark's
+        ``createDataFrame`` of local data pickles it into a temporary file first (unless Spark's
+        I/O encryption is on), which would put the pads on disk. Spark Connect sends it as Arrow
+        over its channel (its UI abbreviates the plan's bytes); neither shows the rows."""
         from pyspark.sql.types import StringType, StructField, StructType
 
         schema = StructType([StructField(c, StringType(), True) for c in secrets.COLUMNS.values()])
-        frame = self._spark.createDataFrame([secrets.secret_row().values], schema)
-        frame.createTempView(secrets.NAME)
+        values = secrets.secret_row().values
+        jsession = getattr(self._spark, "_jsparkSession", None)
+        if jsession is not None:
+            jvm = self._spark._jvm
+            cells = self._spark.sparkContext._gateway.new_array(jvm.java.lang.Object, len(values))
+            for i, v in enumerate(values):
+                cells[i] = v
+            rows = jvm.java.util.ArrayList()
+            rows.add(jvm.org.apache.spark.sql.RowFactory.create(cells))
+            jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
+            jsession.createDataFrame(rows, jschema).createTempView(secrets.NAME)
+        else:
+            self._spark.createDataFrame([values], schema).createTempView(secrets.NAME)
         self.log.append(f"-- temporary view {secrets.NAME} (the secret relation)")
         self._secret_loaded = True
 

@@ -149,14 +149,15 @@ def copy_table(be: Backend, local: Backend, rel: Relation, cols: list[tuple[Sql,
     except SqlanonError:
         raise
     except Exception as e:  # noqa: BLE001 - a driver or a cast error becomes one line
-        raise SqlanonError(f"search.where: local: copying the search's table failed: {_line(e)}") from None
+        # Never the driver's text: a cast error quotes the value it could not read (a raw QI value).
+        kinds = ", ".join(f"{n} {t}" for n, t in zip(names, types, strict=True))
+        raise SqlanonError(
+            f"search.where: local: copying the search's table failed ({type(e).__name__} reading "
+            f"columns {kinds}); set search.where: database to walk in the warehouse"
+        ) from None
     local._temps.append(rel.name)
     return int(raw.execute(f"SELECT COUNT(*) FROM {target}").fetchall()[0][0])
 
-
-def _line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__
 
 
 @contextlib.contextmanager
