@@ -159,7 +159,6 @@ def copy_table(be: Backend, local: Backend, rel: Relation, cols: list[tuple[Sql,
     return int(raw.execute(f"SELECT COUNT(*) FROM {target}").fetchall()[0][0])
 
 
-
 @contextlib.contextmanager
 def _reader(be: Backend, sql: str, names: list[str], types: list[str]) -> Iterator[Any]:
     """The rows of ``sql`` as Arrow record batches, streamed where the driver streams."""
