@@ -185,27 +185,41 @@ def run_arx(
             ["javac", "-cp", f"{ARX_DIR}/*", "-d", str(drv), str(drv / "ArxDefault.java")], check=True
         )
     hdir = work / f"h_{table}"
-    hdir.mkdir(exist_ok=True)
-    for q, entry in qis.items():
-        iv = (entry.get("hierarchy") or {}).get("interval")
-        if not iv:  # init's text QIs: the value or '*', which `sqlanon hierarchy` has no option for
-            con = duckdb.connect(str(db), read_only=True)
-            vals = [
-                v for (v,) in con.execute(f'SELECT DISTINCT CAST("{q}" AS VARCHAR) FROM {table}').fetchall()
-            ]
-            con.close()
-            (hdir / f"{q}.csv").write_text("".join(f"{v or ''};*\n" for v in vals), encoding="utf-8")
-            continue
-        args = [SQLANON, "hierarchy", "--db", str(db), "--table", table, "--column", q]
-        args += ["--out", str(hdir / f"{q}.csv"), "--intervals", ",".join(str(w) for w in iv["widths"])]
-        subprocess.run(
-            args + ["--start", str(iv.get("start", 0))], check=True, capture_output=True, text=True
-        )
+    if not hdir.is_dir():  # the same files serve every suppression limit
+        hdir.mkdir()
+        for q, entry in qis.items():
+            iv = (entry.get("hierarchy") or {}).get("interval")
+            if not iv:  # init's text QIs: the value or '*', which `sqlanon hierarchy` has no option for
+                con = duckdb.connect(str(db), read_only=True)
+                vals = con.execute(f'SELECT DISTINCT CAST("{q}" AS VARCHAR) FROM {table}').fetchall()
+                con.close()
+                text = "".join(f"{'NULL' if v is None else v};*\n" for (v,) in vals)
+                (hdir / f"{q}.csv").write_text(text, encoding="utf-8")
+                continue
+            args = [SQLANON, "hierarchy", "--db", str(db), "--table", table, "--column", q]
+            args += ["--out", str(hdir / f"{q}.csv"), "--intervals", ",".join(str(w) for w in iv["widths"])]
+            subprocess.run(
+                args + ["--start", str(iv.get("start", 0))], check=True, capture_output=True, text=True
+            )
     csv = work / f"{table}.csv"
-    cols = ", ".join(f'CAST("{q}" AS VARCHAR) AS "{q}"' for q in qis)
+    # Each value written as its hierarchy row spells it ('15' for the double 15.0, 'NULL' for NULL).
+    spell: dict[str, dict[Any, str]] = {}
+    for q, entry in qis.items():
+        first = [ln.split(";", 1)[0] for ln in (hdir / f"{q}.csv").read_text(encoding="utf-8").splitlines()]
+        numeric = bool((entry.get("hierarchy") or {}).get("interval"))
+        spell[q] = {(float(v) if numeric and v != "NULL" else v): v for v in first}
     con = duckdb.connect(str(db), read_only=True)
-    con.execute(f"COPY (SELECT {cols} FROM {table}) TO '{csv}' (DELIMITER ';', HEADER)")
+    cols = ", ".join(f'"{q}"' for q in qis)
+    data = con.execute(f"SELECT {cols} FROM {table}").fetchall()
     con.close()
+    with csv.open("w", encoding="utf-8", newline="") as f:
+        f.write(";".join(qis) + "\n")
+        for row in data:
+            cells = []
+            for q, v in zip(qis, row, strict=True):
+                key = None if v is None else (float(v) if isinstance(v, int | float) else str(v))
+                cells.append("NULL" if key is None else spell[q].get(key, str(v)))
+            f.write(";".join(cells) + "\n")
     cp = f"{ARX_DIR}/*{os.pathsep}{drv}"
     p = subprocess.run(
         ["java", "-Xmx2g", "-cp", cp, "ArxDefault", str(csv), str(hdir), str(K), str(supp), ",".join(qis)],

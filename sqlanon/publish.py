@@ -48,7 +48,7 @@ from sqlanon.metrics.evaluate import mondrian_metrics
 from sqlanon.metrics.optimum import check_node_release, walk
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
-from sqlanon.sql.compile import Sql
+from sqlanon.sql.compile import Sql, ident
 from sqlanon.transform.perturb import Perturbed, materialise, search_policy, shown
 from sqlanon.transform.release import check_hash_release, internal_prefix, release_context, release_sql
 
@@ -161,7 +161,7 @@ def wiped(plan: Plan, node: Node) -> list[str]:
     return [
         h.column
         for h, lvl in zip(plan.hierarchies, node, strict=True)
-        if h.sql(int(lvl or 0), Sql(h.column)) == "'*'"
+        if h.sql(int(lvl or 0), ident(h.column)) == "'*'"
     ]
 
 

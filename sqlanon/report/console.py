@@ -351,7 +351,8 @@ def print_anonymise(
     if r.get("wiped_qis"):
         console.print(
             f"note: {_e(', '.join(r['wiped_qis']))} generalised to '*' (nothing of it kept); to keep more, "
-            "try another metric (--metric ncp), Mondrian (--algorithm mondrian) or a finer hierarchy"
+            "try Mondrian (--algorithm mondrian), a suppression limit (privacy.suppression), --metric ncp "
+            "or a finer hierarchy (docs/performance.md, Which defaults keep utility)"
         )
     if not r.get("published"):  # the published relation's measurement says it otherwise
         _print_k_scope(r, console)
