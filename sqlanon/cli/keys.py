@@ -11,12 +11,7 @@ import sys
 from sqlanon.errors import SqlanonError
 from sqlanon.sql import secrets
 
-SECRET_NOTE = (
-    f"-- This statement reads the session-temporary relation {secrets.NAME} (the HMAC pads of\n"
-    "-- SQLANON_HASH_KEY and SQLANON_PERTURB_KEY; no key is written here). Create and fill it in the\n"
-    "-- same session first, e.g. in psql: CREATE TEMP TABLE sqlanon_secret (hash_ipad text, hash_opad\n"
-    "-- text, perturb_ipad text, perturb_opad text); \\copy sqlanon_secret from program 'sqlanon secret-pads'"
-)
+SECRET_NOTE = secrets.NOTE  # also printed by the report layer before printed SQL
 
 PLAIN_VIEW_NOTE = (
     "-- A plain view: a reader's predicates run inside it, so leaky functions, failing casts and\n"

@@ -20,6 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from sqlanon.sql import secrets
+
 #: The width of a console with no terminal: wide enough that nothing wraps (rich's default, 80
 #: columns, broke sentences and table cells mid-word in piped output).
 UNWRAPPED = 100_000
@@ -361,13 +363,8 @@ def print_anonymise(
     if r.get("perturbation"):
         print_perturbation(r["perturbation"], console, quiet=quiet)
     if r.get("sql"):
-        if "sqlanon_secret" in r["sql"]:  # the keys' pads are read from it, never written here
-            console.print(
-                "-- reads the session-temporary relation sqlanon_secret (the HMAC pads of the secret keys);\n"
-                "-- create and fill it first in the same session: see docs/security.md",
-                markup=False,
-                highlight=False,
-            )
+        if secrets.uses_secret(r["sql"]):  # the keys' pads are read from it, never written here
+            console.print(secrets.NOTE, markup=False, highlight=False)
         console.print(r["sql"] + ";", markup=False, highlight=False)
     if r.get("published"):
         console.print(f"published {_e(r['publish_as'])} {_e(r['target'])}; measured again:")

@@ -133,6 +133,16 @@ def pad_expr(purpose: str, pad: str, dialect: str) -> exp.Expression:
     return exp.Subquery(this=exp.select(col).from_(relation(dialect)))
 
 
+#: The comment printed before SQL that reads the secret relation (compile, --dry-run, the report
+#: layer): how to bind it, never its values.
+NOTE = (
+    f"-- This statement reads the session-temporary relation {NAME} (the HMAC pads of\n"
+    "-- SQLANON_HASH_KEY and SQLANON_PERTURB_KEY; no key is written here). Create and fill it in the\n"
+    "-- same session first, e.g. in psql: CREATE TEMP TABLE sqlanon_secret (hash_ipad text, hash_opad\n"
+    "-- text, perturb_ipad text, perturb_opad text); \\copy sqlanon_secret from program 'sqlanon secret-pads'"
+)
+
+
 def uses_secret(sql: str) -> bool:
     """Whether generated SQL reads the secret relation (the engine then loads it first)."""
     return NAME in sql
