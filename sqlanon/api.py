@@ -29,7 +29,7 @@ from sqlanon.errors import SqlanonError
 from sqlanon.hipaa import warnings as hipaa_warnings
 from sqlanon.lattice import build_hierarchies, check_coverage, parse_levels
 from sqlanon.measure.assessment import assess as _assess
-from sqlanon.measure.assessment import check_columns
+from sqlanon.measure.columns import check_columns
 from sqlanon.metrics import evaluate_node, parse_ks
 from sqlanon.metrics import profile as _profile
 from sqlanon.metrics.evaluate import evaluate_mondrian

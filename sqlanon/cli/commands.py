@@ -24,7 +24,7 @@ from sqlanon.demo import run_demo
 from sqlanon.engines import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import build_hierarchies
-from sqlanon.measure.assessment import check_columns
+from sqlanon.measure.columns import check_columns
 from sqlanon.metrics import METRICS
 from sqlanon.policy import ALGORITHMS
 from sqlanon.report import (

@@ -26,7 +26,7 @@ from sqlanon.dbt.macros import package_dir
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import build_hierarchies, parse_levels
-from sqlanon.measure.assessment import check_columns
+from sqlanon.measure.columns import check_columns
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.publish import anonymise
 from sqlanon.relation import Relation
