@@ -27,7 +27,7 @@ from sqlanon.engines.catalog import identify, leftovers
 from sqlanon.engines.definer import cleanup as _definer_cleanup
 from sqlanon.errors import SqlanonError
 from sqlanon.hipaa import warnings as hipaa_warnings
-from sqlanon.lattice import build_hierarchies, check_coverage, parse_levels
+from sqlanon.lattice import Levels, build_hierarchies, check_coverage, parse_levels
 from sqlanon.measure.assessment import assess as _assess
 from sqlanon.measure.columns import check_columns
 from sqlanon.metrics import evaluate_node, parse_ks
@@ -228,7 +228,7 @@ def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
 def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...] | None:
     if levels is None:
         return None
-    text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+    text = levels if isinstance(levels, str) else dict(levels)
     hs = build_hierarchies(pol)
     return parse_levels(text, [h.column for h in hs], [h.height for h in hs])
 
@@ -303,7 +303,7 @@ def evaluate(
         raise SqlanonError(
             "--levels: give the node to evaluate, e.g. --levels 'Age=1' (or --algorithm mondrian)"
         )
-    text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+    text = levels if isinstance(levels, str) else dict(levels)
     with _session(db) as be:
         return EvaluateResult.of(_scoped(pol, evaluate_node(be, pol, text)))
 
@@ -353,9 +353,9 @@ def compile(  # noqa: A001 - the command's name
     except ValueError:
         raise SqlanonError(f"--dialect: unknown dialect {dialect!r}") from None
     pol = load_policy(policy)
-    text = None
+    text: Levels | None = None
     if levels is not None:
-        text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+        text = levels if isinstance(levels, str) else dict(levels)
     if text is not None and db is None:
         return compile_release(pol, dialect, text, None, publish_as)
     with _session(db) as be:
@@ -453,9 +453,9 @@ def dbt_project(
     policy source's schema and name) or ``ref(ref)``, its ``.yml`` (columns, the policy's tests),
     and the package's macros. Returns what was written (``files``: path and status)."""
     pol = load_policy(policy)
-    text = None
+    text: Levels | None = None
     if levels is not None:
-        text = levels if isinstance(levels, str) else ",".join(f"{k}={v}" for k, v in levels.items())
+        text = levels if isinstance(levels, str) else dict(levels)
     name = Path(policy).name if isinstance(policy, str | Path) else "a policy mapping"
     with _session(db) as be:
         return write_project(

@@ -33,6 +33,7 @@ from sqlanon.engines.definer import drop as drop_definer
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import (
     Evaluator,
+    Levels,
     Node,
     Plan,
     Progress,
@@ -445,7 +446,7 @@ def _anonymise_mondrian(
 
 
 def compile_release(
-    policy: Policy, dialect: str, levels_text: str | None, be: Backend | None, kind: str | None = None
+    policy: Policy, dialect: str, levels_text: Levels | None, be: Backend | None, kind: str | None = None
 ) -> str:
     """CREATE VIEW (or TABLE) text for ``dialect``, at ``--levels`` or at the searched optimum."""
     kind = kind or policy.publish_as

@@ -25,7 +25,7 @@ from sqlanon.dbt import files
 from sqlanon.dbt.macros import package_dir
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import build_hierarchies, parse_levels
+from sqlanon.lattice import Levels, build_hierarchies, parse_levels
 from sqlanon.measure.columns import check_columns
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.publish import anonymise
@@ -128,7 +128,7 @@ def release_select(
     be: Backend,
     policy: Policy,
     *,
-    levels: str | None,
+    levels: Levels | None,
     algorithm: str | None,
     metric: str | None,
     progress: Any = None,
@@ -368,7 +368,7 @@ def write_project(
     policy: Policy,
     project_dir: str | Path,
     *,
-    levels: str | None = None,
+    levels: Levels | None = None,
     source: str | None = None,
     ref: str | None = None,
     replace: bool = False,

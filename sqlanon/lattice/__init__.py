@@ -43,6 +43,7 @@ from sqlanon.lattice.plan import (
 from sqlanon.lattice.result import SearchResult
 from sqlanon.lattice.searches import datafly, exhaustive, incognito
 from sqlanon.lattice.shape import (
+    Levels,
     all_nodes,
     height,
     minimal,
@@ -71,6 +72,7 @@ __all__ = [
     "incognito",
     "minimal",
     "node_map",
+    "Levels",
     "parse_levels",
     "predecessors",
     "prepare",

@@ -6,7 +6,7 @@ and the conversions between nodes and the user's ``QI=LEVEL`` spelling. The sear
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.plan import Node, Plan
@@ -87,16 +87,33 @@ def node_map(plan: Plan, node: Node) -> dict[str, int]:
     return {name: int(lvl) for name, lvl in zip(plan.qi_names, node, strict=True) if lvl is not None}
 
 
-def parse_levels(text: str, plan_names: Sequence[str], heights: Sequence[int]) -> Node:
-    """``QI=L,QI=L`` -> a full node (unlisted quasi-identifiers stay at level 0)."""
+#: A node as a user gives it: ``"QI=L,QI=L"`` on the command line, or a mapping from Python (the
+#: only form for a QI whose name holds a comma).
+Levels = str | Mapping[str, int]
+
+
+def parse_levels(text: Levels, plan_names: Sequence[str], heights: Sequence[int]) -> Node:
+    """``QI=L,QI=L`` (or ``{QI: L}``) -> a full node (unlisted quasi-identifiers stay at level 0).
+
+    >>> parse_levels({"a,b": 1}, ["a,b", "c"], [2, 1])
+    (1, 0)
+    """
     levels = dict.fromkeys(plan_names, 0)
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, val = part.rpartition("=")
-        if not sep or name not in levels:
+    if isinstance(text, Mapping):
+        pairs = [(str(k), v, f"{k}={v}") for k, v in text.items()]
+    else:
+        pairs = []
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            name, sep, val = part.rpartition("=")
+            pairs.append((name if sep else "", val, part))
+    for name, val, part in pairs:
+        if name not in levels:
             raise SqlanonError(f"--levels: {part!r} does not name a quasi-identifier (QI=LEVEL)")
+        if isinstance(val, bool) or isinstance(val, float) and not val.is_integer():
+            raise SqlanonError(f"--levels: level {val!r} for {name!r} is not a whole number")
         try:
             lvl = int(val)
-        except ValueError:
+        except (TypeError, ValueError):
             raise SqlanonError(f"--levels: level {val!r} for {name!r} is not a whole number") from None
         h = heights[list(plan_names).index(name)]
         if not 0 <= lvl <= h:

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import Evaluator, Plan, Progress, node_map, parse_levels, prepare
+from sqlanon.lattice import Evaluator, Levels, Plan, Progress, node_map, parse_levels, prepare
 from sqlanon.lattice.mondrian import MondrianResult, mondrian, mondrian_release
 from sqlanon.measure.assessment import assess
 from sqlanon.measure.release import release_check, without_classes
@@ -35,7 +35,7 @@ def metric_info(plan: Plan) -> dict[str, dict[str, Any]]:
     }
 
 
-def evaluate_node(be: Backend, policy: Policy, levels: str) -> dict[str, Any]:
+def evaluate_node(be: Backend, policy: Policy, levels: Levels) -> dict[str, Any]:
     """Every metric of one node (``QI=L,...``, unlisted quasi-identifiers at level 0), the node's
     suppression, and ``assess`` of the source generalised to the node before suppression. With
     perturbation: of the perturbed rows (the release's), and what perturbation did to them."""
