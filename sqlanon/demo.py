@@ -49,7 +49,10 @@ def run_demo(db: str | None, *, as_json: bool, console: Console, quiet: bool = F
     if as_json:
         console.print_json(json.dumps(result, default=str))
         return result
-    console.print("[bold]sqlanon demo[/bold]: the 9-patient table of seed 001, anonymised inside DuckDB\n")
+    console.print(
+        "[bold]sqlanon demo[/bold]: a 9-patient example table (postcode, age, disease), "
+        "anonymised inside DuckDB\n"
+    )
     console.print(_table("Before: main.patients", cols, before_rows))
     pub = release["published"]
     examples = node_examples(build_hierarchies(policy), release["node"], class_labels(pub))
@@ -80,7 +83,8 @@ def run_demo(db: str | None, *, as_json: bool, console: Console, quiet: bool = F
         console.print(
             "[bold]But[/bold] l = 1: in at least one group every patient has the same disease. "
             "In the 'Under 30' group of 476** all three have Heart Disease, so knowing that someone is "
-            "in it reveals their diagnosis (the homogeneity attack of seed 001). Add "
+            "in it reveals their diagnosis (the homogeneity attack: Machanavajjhala et al., "
+            "l-Diversity, 2007). Add "
             "`l: {Disease: 2}` to the policy's privacy to require two diseases per group."
         )
     where = (
@@ -90,5 +94,8 @@ def run_demo(db: str | None, *, as_json: bool, console: Console, quiet: bool = F
         "`sqlanon demo --db demo.duckdb` to keep it"
     )
     console.print(f"\n{where}; read it with SELECT * FROM {policy.target}.")
-    console.print("Full figures: `sqlanon assess fixtures/patients.yaml --db demo.duckdb` (docs/cli.md).")
+    console.print(
+        "Every figure of this table: `sqlanon demo --json`; for your own table, `sqlanon init` writes a "
+        "starting policy (docs/your-own-table.md)."
+    )
     return result

@@ -116,6 +116,8 @@ def test_the_demo_teaches_and_keeps_its_release(tmp_path: Path) -> None:
     text = " ".join(out.split())
     for phrase in ("Here k = 1", "Now k = 3", "l = 1", "Under 30", "homogeneity", "main.patients_anon"):
         assert phrase in text, phrase
+    # Nothing a user cannot follow: no internal source names, no path that exists only in a checkout.
+    assert "seed" not in text and "fixtures/" not in text, text
     import duckdb
 
     con = duckdb.connect(str(path), read_only=True)
