@@ -8,26 +8,32 @@ the pages, which the runner below enforces:
 - ``>>>`` examples are doctests (of every page, in the test's working directory);
 - every ``sqlanon`` command of a ```` ```bash ```` block runs in-process, in page order, in a fresh
   folder holding ``fixtures/``; ``# exit N`` gives its expected exit status (default 0), ``> FILE``
-  keeps its stdout; ``python -c`` lines run too (they load data);
+  keeps its stdout; ``python -c`` lines run too (they load data), and ``psql`` lines on
+  PostgreSQL only (``-d NAME`` becomes the test's database);
+- ``<!-- docs-test: needs MODULE -->`` skips the page's run where MODULE is not installed (its data
+  comes from it);
 - a ```` ```yaml title="FILE" ```` block is written to FILE at that point of the page;
 - a block that cannot run here (a server, psql, dbt, a shell set-up) uses ```` ```console ```` or
   ```` ```sh ````, or is preceded by ``<!-- docs-test: skip (why) -->``.
 
 On PostgreSQL the patients are loaded by the ``pg_patients`` fixture, every ``*.duckdb`` argument
 is swapped for the server's URL, and the lines that create DuckDB data (``sqlanon demo``, embedded
-DuckDB by design, and ``python -c``) are left out.
+DuckDB by design, and the ``python -c`` lines that name ``duckdb``) are left out.
 """
 
 from __future__ import annotations
 
 import doctest
+import importlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -37,6 +43,7 @@ from tests.helpers import cli
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 SKIP = "<!-- docs-test: skip"
+NEEDS = re.compile(r"<!-- docs-test: needs ([\w.]+) -->")
 FENCE = re.compile(
     r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.S | re.M
 )
@@ -46,7 +53,7 @@ FENCE = re.compile(
 class Step:
     """One runnable line of a page: a CLI call, a ``python -c`` line, or a file to write."""
 
-    kind: str  # "sqlanon", "python" or "file"
+    kind: str  # "sqlanon", "python", "psql" or "file"
     args: list[str]
     expected: int = 0
     stdout_to: str | None = None
@@ -84,7 +91,22 @@ def steps(page: Path) -> list[Step]:
                     out.append(Step("sqlanon", words[1:], int(status.group(1)) if status else 0, redirect))
                 elif words[:2] == ["python", "-c"]:
                     out.append(Step("python", words[1:]))
+                elif words and words[0] == "psql":
+                    out.append(Step("psql", words[1:]))
     return out
+
+
+def _psql(args: list[str], url: str) -> list[str]:
+    """A page's ``psql`` line against the test's database: its ``-d NAME`` and the server come from
+    the sqlanon URL (``postgresql+psycopg://USER@/DB?host=SOCKETDIR&port=PORT``)."""
+    psql = shutil.which("psql")
+    if psql is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+    parts = urlsplit(url)
+    query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+    server = ["-h", query.get("host") or parts.hostname or "localhost", "-p", query.get("port") or "5432"]
+    args = [a for i, a in enumerate(args) if a != "-d" and (i == 0 or args[i - 1] != "-d")]
+    return [psql, *server, "-U", parts.username or "postgres", "-d", parts.path.lstrip("/"), *args]
 
 
 def run_page(page: Path, url: str | None) -> list[Step]:
@@ -94,7 +116,15 @@ def run_page(page: Path, url: str | None) -> list[Step]:
         if step.kind == "file":
             Path(step.args[0]).write_text(step.text, encoding="utf-8")
             continue
-        if url is not None and (step.kind == "python" or step.args[0] == "demo"):
+        if url is None and step.kind == "psql":
+            continue
+        if url is not None and step.kind == "psql":
+            done = subprocess.run(_psql(step.args, url), capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, f"{page.name}: psql {step.args}: {done.stderr}"
+            ran.append(step)
+            continue
+        makes_duckdb_data = step.kind == "python" and "duckdb" in step.args[1]
+        if url is not None and (makes_duckdb_data or step.args[0] == "demo"):
             continue
         if step.kind == "python":
             done = subprocess.run([sys.executable, *step.args], capture_output=True, text=True, timeout=60)
@@ -155,6 +185,24 @@ def test_readme_is_a_front_page() -> None:
     assert "source .venv/bin/activate" in text
 
 
+def test_newcomer_path_is_documented() -> None:
+    """Where a newcomer following the README got stuck (issue 34, "Done when"): the tour's report
+    step needs the ``report`` extra, which the demo's set-up command does not install; PostgreSQL
+    keeps tables in ``public``, not DuckDB's ``main``; and a CSV of one's own needs a page that
+    loads it and corrects ``init``'s guesses."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    report_extra = readme.find("pip install -q -e '.[report]'")
+    assert -1 < report_extra < readme.find("sqlanon report "), (
+        "the report extra is installed before the report"
+    )
+    assert "public.patients" in readme and "docs/your-own-table.md" in readme
+    tutorial = (DOCS / "tutorial.md").read_text(encoding="utf-8")
+    assert "public.patients" in tutorial and "your-own-table.md" in tutorial
+    own = (DOCS / "your-own-table.md").read_text(encoding="utf-8")
+    for needed in ("psql -d survey", "\\copy affairs", "role: sensitive", "--algorithm flash,mondrian"):
+        assert needed in own, needed
+
+
 DOCTEST_PAGES = [p for p in PAGES if re.search(r"^\s*>>> ", p.read_text(encoding="utf-8"), re.M)]
 
 
@@ -186,16 +234,54 @@ def test_shell_examples_run(
 ) -> None:
     """Each page's ```bash examples run, in order, in a fresh folder holding the repository's
     ``fixtures/``, on DuckDB and on PostgreSQL."""
+    for module in NEEDS.findall(page.read_text(encoding="utf-8")):
+        if os.environ.get("CI"):  # CI installs it beside the test extra (the README's test command)
+            importlib.import_module(module)
+        else:
+            pytest.importorskip(module, reason=f"{page.name} takes its data from {module}")
     (tmp_path / "fixtures").symlink_to(ROOT / "fixtures")
     monkeypatch.chdir(tmp_path)
-    url = request.getfixturevalue("pg_patients").url if engine == "postgres" else None
-    ran = run_page(page, url)
+    db = request.getfixturevalue("pg_patients") if engine == "postgres" else None
+    ran = run_page(page, db.url if db is not None else None)
     assert ran, page.name
     if page.name == "cli.md":
         # The files are the starting points they claim to be: the policy loads, the hierarchy covers.
         assert "k: 5" in (tmp_path / "start.yaml").read_text(encoding="utf-8")
         rows = (tmp_path / "age.csv").read_text(encoding="utf-8").splitlines()
         assert rows[0] == "22;[20-30);[20-40);*" and len(rows) == 9  # nine distinct ages, no NULL
-    if page.name in ("README.md", "tutorial.md"):
+    if page.name in ("README.md", "tutorial.md", "your-own-table.md"):
         assert (tmp_path / "release.sql").read_text(encoding="utf-8").strip()
         assert (tmp_path / "report.html").is_file()
+    if page.name == "your-own-table.md":
+        _check_survey_release(db, tmp_path)
+
+
+def _check_survey_release(db: object, folder: Path) -> None:
+    """The page's release, counted in Python from its rows (not by sqlanon's SQL): every group of
+    respondents sharing the six quasi-identifiers of the page's policy has at least 5 records and 2
+    different ``affairs`` answers, all 601 records are there, and the identifier is gone."""
+    qis = ["gender", "age", "yearsmarried", "children", "education", "occupation"]
+    query = f"SELECT {', '.join(qis)}, affairs FROM affairs_anon"
+    if db is None:
+        import duckdb
+
+        con = duckdb.connect(str(folder / "survey.duckdb"), read_only=True)
+        rows = con.execute(query).fetchall()
+        columns = [r[0] for r in con.execute("DESCRIBE affairs_anon").fetchall()]
+        con.close()
+    else:
+        rows = db.sql(query)  # type: ignore[attr-defined]
+        columns = [
+            r[0]
+            for r in db.sql(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'affairs_anon'"
+            )
+        ]  # type: ignore[attr-defined]
+    groups: dict[tuple, list] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[:-1]), []).append(row[-1])
+    assert len(rows) == 601
+    assert min(len(g) for g in groups.values()) >= 5
+    assert min(len(set(g)) for g in groups.values()) >= 2
+    assert len(groups) > 8, "Mondrian's release, not Flash's 8 classes"
+    assert "rownames" not in columns and "affairs" in columns
