@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.common import TARGET_ASSESS_X_FLOOR, TARGET_PEER_SPEEDUP, TARGET_RSS_MB, TARGET_SEARCH_X_FLOOR
+from benchmarks.goals import goal_lines, goals_33
 
 # --------------------------------------------------------------------------------------------------
 # Report: Markdown tables from one or more result files
@@ -184,7 +185,7 @@ def profile_rows(m: dict[str, Any]) -> list[str]:
 
 def _engines(m: dict[str, Any]) -> list[str]:
     """duckdb, postgres, then any memory-limited DuckDB runs."""
-    order = {"duckdb": 0, "postgres": 1}
+    order = {"duckdb": 0, "postgres": 1, "spark": 2}
     return sorted(m["sqlanon"], key=lambda e: (order.get(e, 2), e))
 
 
@@ -274,6 +275,8 @@ def render(results: list[dict[str, Any]]) -> str:
     lines.extend(targets(m))
     lines.append("")
     lines.extend(targets_17(m))
+    lines.append("")
+    lines.extend(goal_lines(goals_33(m["sqlanon"])))
     return "\n".join(lines)
 
 

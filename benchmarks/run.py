@@ -52,8 +52,9 @@ from benchmarks.common import (
     human,
 )
 from benchmarks.data import build_child, build_postgres
+from benchmarks.goals import goals_33
 from benchmarks.peers import PEERS, agreement, peer_child, run_peers, run_subprocess
-from benchmarks.report import render
+from benchmarks.report import merge, render
 from benchmarks.sqlanon_runner import assess_policy, search_policy, worker_main
 
 # --------------------------------------------------------------------------------------------------
@@ -174,6 +175,8 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
     def save() -> None:
+        # Issue 33's goals beside the figures (the printed lines, as data).
+        results["goals_33"] = goals_33(merge([results])["sqlanon"])
         results["loadavg_end"] = list(os.getloadavg())
         results["finished_utc"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         result_path.write_text(json.dumps(results, indent=2, default=str))
@@ -222,6 +225,11 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
             results["data"][key] = data
             for engine in engines:
                 if engine == "postgres" and (cluster is None or n > args.pg_max_rows):
+                    continue
+                if engine == "spark":
+                    results["sqlanon"].setdefault("spark", {})[key] = run_spark(path, n, args, workdir)
+                    print("    " + one_line(results["sqlanon"]["spark"][key]), flush=True)
+                    save()
                     continue
                 if engine not in ("duckdb", "postgres"):
                     results["notes"].append(f"unknown engine {engine!r} skipped")
@@ -294,6 +302,30 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+def run_spark(path: Path, n: int, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    """Spark local on the same rows (benchmarks/spark.py in a process of its own: the DuckDB file is
+    written to Parquet and loaded as ``main.adult``); its worker entry, or its status."""
+    out = workdir / f"spark-{n}.json"
+    cmd = [
+        sys.executable, "-m", "benchmarks.spark", "--rows", str(n), "--duckdb", str(path), "--out", str(out),
+        "--reps", str(args.reps), "--supp", ",".join(f"{s * 100:g}" for s in args.supp_list),
+        "--mondrian" if args.mondrian else "--no-mondrian", "--warmup" if args.warmup else "--no-warmup",
+    ]  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.worker_timeout)
+        last = (proc.stderr.strip().splitlines() or [""])[-1][-300:]  # Spark logs many lines
+        status = "ok" if proc.returncode == 0 else f"failed ({proc.returncode}): {last}"
+    except subprocess.TimeoutExpired:
+        status = f"skipped: timeout after {args.worker_timeout:g} s"
+    entry: dict[str, Any] = {}
+    if out.exists():
+        entry = json.loads(out.read_text()).get("runs", {}).get(human(n), {})
+    entry["status"] = entry.get("status", status) if status == "ok" else status
+    entry["wall_seconds"] = time.perf_counter() - t0
+    return entry
+
+
 def one_line(e: dict[str, Any]) -> str:
     if "floor" not in e:
         return str(e.get("status"))
@@ -343,7 +375,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--generator", choices=GENERATORS, default="recombine", help="how the big table is made (see run.py)"
     )
     p.add_argument("--supp", default="0,5", help="suppression limits in %% for the search (default 0,5)")
-    p.add_argument("--engines", default="duckdb,postgres", help="duckdb,postgres (default both)")
+    p.add_argument(
+        "--engines",
+        default="duckdb,postgres",
+        help="duckdb,postgres,spark (default duckdb,postgres; spark: local[2], benchmarks/spark.py)",
+    )
     p.add_argument(
         "--duckdb-memory-limit",
         default=None,

@@ -18,7 +18,10 @@ from sqlanon.errors import PolicyError, SqlanonError
 from sqlanon.likeness import LIKENESS_KEYS, LikenessRequirement, parse_likeness
 from sqlanon.perturbation import Perturbation, parse_perturbation, parse_row_key, refuse_seed
 from sqlanon.policy_yaml import MAX_POLICY_BYTES, MAX_YAML_DEPTH, check_text, compose_check_construct
+from sqlanon.presence import PRESENCE_KEYS, Presence, parse_presence
+from sqlanon.profitability import PROFITABILITY_KEY, Profitability, parse_profitability
 from sqlanon.relation import Relation
+from sqlanon.safepub import DP_KEY, DPRequirement, parse_dp
 from sqlanon.search_where import parse_where
 from sqlanon.uniqueness import UNIQUENESS_KINDS, parse_uniqueness
 
@@ -26,7 +29,7 @@ ROLES = ("identifier", "quasi", "sensitive", "insensitive")
 ROLE_ALIASES = {"qi": "quasi", "quasi-identifier": "quasi", "quasi_identifier": "quasi", "id": "identifier"}
 ACTIONS = ("drop", "mask", "hash")
 L_KINDS = ("distinct", "entropy", "recursive")
-T_MEASURES = ("emd-equal", "emd-ordered", "kl")
+T_MEASURES = ("emd-equal", "emd-ordered", "emd-hierarchical", "kl")
 RISK_KINDS = ("prosecutor", "average", "marketer", "journalist", *UNIQUENESS_KINDS)
 ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive", "mondrian")
 PUBLISH_AS = ("view", "table")
@@ -117,12 +120,17 @@ class Privacy:
     suppression_mode: str = "remove"  # remove the records of violating classes, or mask their QIs
     risk: dict[str, float] = field(default_factory=dict)
     likeness: tuple[LikenessRequirement, ...] = ()  # delta-disclosure, beta-likeness: sqlanon.likeness
+    presence: Presence | None = None  # delta-presence, k-map: sqlanon.presence
+    profitability: Profitability | None = None  # Wan et al. 2015: sqlanon.profitability
+    dp: DPRequirement | None = None  # (epsilon, delta)-DP by SafePub: sqlanon.safepub
 
 
 @dataclass(frozen=True)
 class Search:
     algorithm: str = "flash"
-    metric: str = "precision"
+    #: ``ncp`` (issue 34): never worse than ``precision`` in the defaults study (docs/performance.md),
+    #: and the closest to ARX's default quality model (Loss).
+    metric: str = "ncp"
     #: ``optimum``: Flash skips nodes whose metric bound already loses to a satisfying node it has
     #: found (ARX's pruning); ``minimal``: every minimal node is listed (see the README).
     scope: str = "optimum"
@@ -201,7 +209,7 @@ def _column(name: str, spec: Any) -> ColumnSpec:
             raise _fail(f"{key}.action", f"expected one of {', '.join(ACTIONS)}, got {action!r}")
     hierarchy = spec.get("hierarchy")
     if hierarchy is not None:
-        if role != "quasi":
+        if role not in ("quasi", "sensitive"):  # a sensitive one's: emd-hierarchical's ground distance
             raise _fail(f"{key}.hierarchy", f"only quasi-identifiers take a hierarchy, role is {role}")
         hierarchy = _mapping(f"{key}.hierarchy", hierarchy)
     order = spec.get("order")
@@ -254,7 +262,7 @@ def _l_requirements(value: Any, sensitive: set[str]) -> tuple[LRequirement, ...]
     return tuple(out)
 
 
-def _t_requirements(value: Any, sensitive: set[str]) -> tuple[TRequirement, ...]:
+def _t_requirements(value: Any, sensitive: set[str], hier: set[str]) -> tuple[TRequirement, ...]:
     value = _mapping("privacy.t", value)
     out = []
     for attr, spec in value.items():
@@ -272,6 +280,8 @@ def _t_requirements(value: Any, sensitive: set[str]) -> tuple[TRequirement, ...]
             raise _fail(f"{key}.t", "missing")
         hi = None if measure == "kl" else 1.0
         t = _number(f"{key}.t", spec["t"], lo=0, hi=hi)
+        if measure == "emd-hierarchical" and attr not in hier:
+            raise _fail(f"{key}.measure", f"emd-hierarchical needs a columns.{attr}.hierarchy")
         out.append(TRequirement(attribute=attr, measure=measure, t=t))
     return tuple(out)
 
@@ -302,7 +312,13 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     sensitive = {c.name for c in columns if c.role == "sensitive"}
 
     priv_raw = _mapping("privacy", data.get("privacy") or {})
-    _known("privacy", priv_raw, ("k", "l", "t", "suppression", "suppression_mode", "risk", *LIKENESS_KEYS))
+    _known(
+        "privacy",
+        priv_raw,
+        ("k", "l", "t", "suppression", "suppression_mode", "risk", *LIKENESS_KEYS, PROFITABILITY_KEY)
+        + PRESENCE_KEYS
+        + (DP_KEY,),
+    )
     mode = priv_raw.get("suppression_mode", "remove")
     if mode not in SUPPRESSION_MODES:
         raise _fail(
@@ -312,10 +328,13 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     if priv_raw.get("k") is not None:
         k = _number("privacy.k", priv_raw["k"], lo=1, integer=True)
     l_req = _l_requirements(priv_raw["l"], sensitive) if priv_raw.get("l") else ()
-    t_req = _t_requirements(priv_raw["t"], sensitive) if priv_raw.get("t") else ()
+    hier = {c.name for c in columns if c.role == "sensitive" and c.hierarchy is not None}
+    t_req = _t_requirements(priv_raw["t"], sensitive, hier) if priv_raw.get("t") else ()
     suppression = 0.0
     if priv_raw.get("suppression") is not None:
         suppression = _number("privacy.suppression", priv_raw["suppression"], lo=0, hi=1)
+    if (dp := parse_dp(priv_raw)) is not None:  # SafePub: k from (epsilon, delta), every smaller class
+        k, suppression = dp.k, 1.0  # suppressed (sqlanon.safepub)
     risk: dict[str, float] = {}
     if priv_raw.get("risk") is not None:
         r = _mapping("privacy.risk", priv_raw["risk"])
@@ -331,7 +350,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     algorithm = search_raw.get("algorithm", "flash")
     if algorithm not in ALGORITHMS:
         raise _fail("search.algorithm", f"expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    metric = str(search_raw.get("metric", "precision"))
+    metric = str(search_raw.get("metric", Search.metric))
     scope = search_raw.get("scope", "optimum")
     if scope not in SEARCH_SCOPES:
         raise _fail("search.scope", f"expected one of {', '.join(SEARCH_SCOPES)}, got {scope!r}")
@@ -340,6 +359,7 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
     _known("publish", publish_raw, ("as", "grant"))
     # A release needing a secret key is a table by default (transform.release.check_hash_release).
     needs_key = any(c.perturb is not None or (c.role == "identifier" and c.action == "hash") for c in columns)
+    needs_key = needs_key or priv_raw.get(DP_KEY) is not None  # SafePub's sample: sqlanon.safepub
     publish_as = publish_raw.get("as", "table" if needs_key else "view")
     if publish_as not in PUBLISH_AS:
         raise _fail("publish.as", f"expected one of {', '.join(PUBLISH_AS)}, got {publish_as!r}")
@@ -357,14 +377,25 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         population=population,
         columns=columns,
         privacy=Privacy(
-            k, l_req, t_req, suppression, mode, risk, likeness=parse_likeness(priv_raw, sensitive)
+            k,
+            l_req,
+            t_req,
+            suppression,
+            mode,
+            risk,
+            likeness=parse_likeness(priv_raw, sensitive),
+            profitability=parse_profitability(priv_raw, population is not None),
+            presence=parse_presence(priv_raw, population, algorithm),
+            dp=dp,
         ),
         search=Search(algorithm=algorithm, metric=metric, scope=scope, where=parse_where(search_raw)),
         publish_as=publish_as,
         publish_grant=tuple(g) if isinstance(g := publish_raw.get("grant") or [], list) else (g,),
         base_dir=Path(base_dir),
         label_column=str(label) if label is not None else None,
-        key=parse_row_key(data.get("key"), [c.name for c in columns], any(c.perturb for c in columns)),
+        key=parse_row_key(
+            data.get("key"), [c.name for c in columns], any(c.perturb for c in columns) or DP_KEY in priv_raw
+        ),
     )
 
 

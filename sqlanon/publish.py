@@ -47,11 +47,13 @@ from sqlanon.measure.release import release_check
 from sqlanon.metrics import score, value
 from sqlanon.metrics.evaluate import mondrian_metrics
 from sqlanon.metrics.optimum import check_node_release, walk
+from sqlanon.metrics.safepub_search import safepub_release
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql, ident
 from sqlanon.transform.perturb import Perturbed, materialise, search_policy, shown
 from sqlanon.transform.release import check_hash_release, internal_prefix, release_context, release_sql
+from sqlanon.transform.safepub import materialise_sample
 
 
 def _drop(be: Backend, rel: Relation, kind: str) -> None:
@@ -77,10 +79,12 @@ def anonymise(
         raise SqlanonError("target: the policy names no target relation to publish (or use --dry-run)")
     check_hash_release(policy, kind)
     pre = preflight(be, policy, None if dry_run else target, replace)
-    pert = materialise(be, policy)
+    pert = materialise_sample(be, policy) if policy.privacy.dp else materialise(be, policy)  # SafePub: keyed
     plan = prepare(be, pert.policy)
     metric = metric or policy.search.metric
     out: dict[str, Any] = {}
+    if policy.privacy.dp is not None and levels is None:  # SafePub: the sample, its search (issue 35)
+        policy, levels, out["differential_privacy"] = safepub_release(be, policy, pert.policy, plan)
     if (algorithm or policy.search.algorithm) == "mondrian":
         if levels is not None:
             raise SqlanonError("--levels: a Mondrian release has no levels; drop --levels or the algorithm")
@@ -110,7 +114,12 @@ def anonymise(
             )
         best = {"metric": metric, "value": value(score(plan, [node], metric, {node: res})[0][1], metric)}
         out.update(
-            {"algorithm": "given", "minimal_nodes": [], "nodes_total": plan.nodes_total(), "nodes_checked": 1}
+            {
+                "algorithm": "safepub" if policy.privacy.dp else "given",
+                "minimal_nodes": [],
+                "nodes_total": plan.nodes_total(),
+                "nodes_checked": 1,
+            }
         )
     if res is None:
         res = Evaluator(plan).evaluate([node])[node]
@@ -450,6 +459,8 @@ def compile_release(
 ) -> str:
     """CREATE VIEW (or TABLE) text for ``dialect``, at ``--levels`` or at the searched optimum."""
     kind = kind or policy.publish_as
+    if policy.privacy.dp is not None:  # its sample and node are drawn when it is published
+        raise SqlanonError("privacy.differential_privacy: SafePub's release is drawn by `sqlanon anonymise`")
     check_hash_release(policy, kind)
     target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
     if levels_text is not None and be is None:

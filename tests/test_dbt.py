@@ -53,6 +53,16 @@ VARIANTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"sensitive": "s", "t": 0.15, "measure": "kl"},
         {"t": {"s": {"measure": "kl", "t": 0.15}}},
     ),
+    (  # issue 35 item 2: the hierarchy as an argument; NULL, which it cannot list, its own branch
+        "sqlanon_t_closeness",
+        {
+            "sensitive": "s",
+            "t": 0.1,
+            "measure": "emd-hierarchical",
+            "hierarchy": {"p": ["pq"], "q": ["pq"], "r": ["rs"], "s": ["rs"]},
+        },
+        {"t": {"s": {"measure": "emd-hierarchical", "t": 0.1}}},
+    ),
     ("sqlanon_max_risk", {"max": 0.06}, {"risk": {"prosecutor": 0.06}}),
     ("sqlanon_max_risk", {"max": 0.05, "kind": "average"}, {"risk": {"average": 0.05}}),
 ]
@@ -200,17 +210,21 @@ def _failing(db: TestDB, result: Any) -> tuple[int, int]:
     return int(n), int(records or 0)
 
 
-def _assess_one(db: TestDB, source: str, qis: list[str], sensitive: str | None, privacy: dict) -> Any:
+def _assess_one(
+    db: TestDB, source: str, qis: list[str], sensitive: str | None, privacy: dict, hierarchy: Any = None
+) -> Any:
     columns: dict[str, Any] = {q: {"role": "quasi"} for q in qis}
     if sensitive:
         columns[sensitive] = {"role": "sensitive"}
+    if sensitive and hierarchy:  # NULL a branch of its own, as the dbt test has it
+        columns[sensitive]["hierarchy"] = {"map": hierarchy, "null": ["(null)"]}
     policy = {"source": source, "columns": columns, "privacy": privacy}
     return sqlanon.assess(policy, db.url).to_dict()
 
 
 def _check_against_assess(db: TestDB, result: Any, source: str, qis: list[str], privacy: dict) -> None:
     kwargs = result.node.test_metadata.kwargs
-    assessed = _assess_one(db, source, qis, kwargs.get("sensitive"), privacy)
+    assessed = _assess_one(db, source, qis, kwargs.get("sensitive"), privacy, kwargs.get("hierarchy"))
     if privacy.get("risk", {}).get("average") is not None:
         assert result.failures == (0 if assessed["satisfied"]["all"] else 1)
         return

@@ -77,6 +77,7 @@ privacy:
   t: {Disease: {measure: emd-ordered, t: 0.6}}
   suppression: 0.2
   risk: {prosecutor: 0.5}
+search: {metric: precision}  # precision builds no metric tables: metrics/coded is snapshotted from compute()
 """,
         encoding="utf-8",
     )
@@ -211,6 +212,9 @@ privacy:
                 pol, columns=plain, search=Search("mondrian"), target=Relation("patients_m", "main")
             )
             anonymise(be, mon, replace=True, publish_as="table")
+            # k = 3 alone: a partition is done while another is cut (its rows set aside, then unioned).
+            konly = dataclasses.replace(pol.privacy, k=3, l=(), t=(), risk={})
+            anonymise(be, dataclasses.replace(pol, search=Search("mondrian"), privacy=konly), dry_run=True)
         # issue 14: the machine-learning utility (the keyed split, a release's rows, naive Bayes in
         # SQL, the scikit-learn sample) and the report (the spreads of l and t over the classes).
         from sqlanon.ml import report_data, utility
@@ -234,6 +238,26 @@ privacy:
             )
             with pytest.raises(SqlanonError, match="not covered"):
                 prepare(be, dataclasses.replace(pol, columns=gaps))
+            # emd-hierarchical (issue 35 item 2): its coverage check and its figure.
+            from sqlanon.policy import TRequirement
+
+            dis = {"map": {"Flu": ["infection"], "Heart Disease": ["chronic"], "Cancer": ["chronic"]}}
+            hcols = tuple(
+                dataclasses.replace(c, hierarchy=dis) if c.name == "Disease" else c for c in pol.columns
+            )
+            hpriv = dataclasses.replace(pol.privacy, t=(TRequirement("Disease", "emd-hierarchical", 0.6),))
+            assess(be, dataclasses.replace(pol, columns=hcols, privacy=hpriv))
+            # delta-presence and k-map (issue 35 item 3): the classes joined with the population.
+            from sqlanon.presence import DeltaPresence, KMap, Presence
+
+            ppriv = dataclasses.replace(pol.privacy, presence=Presence(DeltaPresence(0.1, 0.9), KMap(2)))
+            assess(be, dataclasses.replace(pol, population=pol.source, privacy=ppriv))
+            # SafePub (issue 35 item 1): the keyed sample, by the whole row's key.
+            from sqlanon.safepub import DPRequirement
+            from sqlanon.transform.safepub import materialise_sample
+
+            dpriv = dataclasses.replace(pol.privacy, dp=DPRequirement(1.0, 1e-5))
+            materialise_sample(be, dataclasses.replace(pol, privacy=dpriv))
     finally:
         mp.undo()
     return seen

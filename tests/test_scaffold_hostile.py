@@ -58,9 +58,12 @@ def _check(text: str, data: dict, columns: list[str], path: Path) -> None:
     assert set(data["privacy"]) == {"k", "suppression"}
     for spec in data["columns"].values():
         assert set(spec) <= {"role", "action", "hierarchy"}, spec
-    # One line per column (a break in a name is an escape, not a new line).
-    body = [ln for ln in text.split("\n") if ln.startswith("  ") and not ln.startswith("  k:")]
-    assert len(body) - 1 == len(columns)  # the suppression line is the one more
+    assert data["search"] == {"algorithm": "flash", "metric": "ncp"}
+    # One line per column (a break in a name is an escape, not a new line), also where the search's
+    # comment names the QIs without a hierarchy.
+    lines = text.split("\n")
+    body = lines[lines.index("columns:") + 1 : lines.index("privacy:")]
+    assert len(body) == len(columns) and all(ln.startswith("  ") for ln in body)
     assert text.splitlines() == text.removesuffix("\n").split("\n")  # no other break
     pol = load_policy(path)
     assert [c.name for c in pol.columns] == columns

@@ -21,14 +21,17 @@
 {{ return(adapter.dispatch('test_sqlanon_l_diversity', 'sqlanon')(model, quasi_identifiers, sensitive, l, kind, c)) }}
 {% endtest %}
 
-{% test sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure='emd-equal', order=none, reference=none) %}
+{% test sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure='emd-equal', order=none, reference=none, hierarchy=none) %}
 {{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_t_closeness', quasi_identifiers, sensitive) }}
-{{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_t_closeness', 'measure', measure, ['emd-equal', 'emd-ordered', 'kl']) }}
+{{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_t_closeness', 'measure', measure, ['emd-equal', 'emd-ordered', 'emd-hierarchical', 'kl']) }}
+{% if measure == 'emd-hierarchical' and hierarchy is not mapping %}
+{{ exceptions.raise_compiler_error('sqlanon_t_closeness: hierarchy: emd-hierarchical needs a mapping value -> [level1, ...], got ' ~ hierarchy) }}
+{% endif %}
 {{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_t_closeness', 't', t, 0) }}
 {% if order is not none and (order is string or order is not iterable) %}
 {{ exceptions.raise_compiler_error('sqlanon_t_closeness: order: expected a list of values, got ' ~ order) }}
 {% endif %}
-{{ return(adapter.dispatch('test_sqlanon_t_closeness', 'sqlanon')(model, quasi_identifiers, sensitive, t, measure, order, reference)) }}
+{{ return(adapter.dispatch('test_sqlanon_t_closeness', 'sqlanon')(model, quasi_identifiers, sensitive, t, measure, order, reference, hierarchy)) }}
 {% endtest %}
 
 {% test sqlanon_max_risk(model, quasi_identifiers, max, kind='prosecutor') %}
@@ -106,6 +109,23 @@ CASE {{ column }}{% for v in order %} WHEN {{ adapter.dispatch('sqlanon_literal'
 {%- else -%}
 '{{ value | string | replace("'", "''") }}'
 {%- endif -%}
+{% endmacro %}
+
+{#- emd-hierarchical's hierarchy as rows (s, lvl, g): each value's label at levels 1..H-1, as text
+    (a trailing '*', the root, is left out); no rows for a hierarchy of the values and '*' alone.
+    A value it does not list is a branch of its own under the root (_macros/sensitive.sql.j2). -#}
+{% macro default__sqlanon_hier_rows(hierarchy) %}
+{%- set ns = namespace(rows=[]) -%}
+{%- for v, labels in (hierarchy or {}).items() -%}
+{%- set ls = [labels] if labels is string else (labels or []) | list -%}
+{%- set ls = ls[:-1] if ls and ls[-1] == '*' else ls -%}
+{%- for g in ls -%}
+{%- set lit_v = adapter.dispatch('sqlanon_literal', 'sqlanon')(v | string) -%}
+{%- set lit_g = adapter.dispatch('sqlanon_literal', 'sqlanon')(g | string) -%}
+{%- set ns.rows = ns.rows + ['SELECT ' ~ lit_v ~ ' AS s, ' ~ loop.index ~ ' AS lvl, ' ~ lit_g ~ ' AS g'] -%}
+{%- endfor -%}
+{%- endfor -%}
+{%- if ns.rows -%}{{ ns.rows | join(' UNION ALL ') }}{%- else -%}SELECT '' AS s, 0 AS lvl, '' AS g WHERE 1 = 0{%- endif -%}
 {% endmacro %}
 
 {#- Spark reads a backslash in a string literal as an escape (\' is a quote): double it too. -#}

@@ -1947,9 +1947,10 @@ WHERE
 {% endif %}
 {% endmacro %}
 
-{% macro default__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference) %}
+{% macro default__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference, hierarchy) %}
 {% set sqlanon_reference = reference if reference is not none else model %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', order) %}
+{% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}
 {% if measure == 'emd-equal' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -2405,12 +2406,220 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.kl > {{ t }} + 1e-09
+{% elif measure == 'emd-hierarchical' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hmap AS (
+  SELECT
+    r.sid,
+    l.lvl,
+    COALESCE(h.g, '') AS g,
+    CASE WHEN h.g IS NULL THEN r.sid ELSE 0 END AS u
+  FROM a0_ref AS r
+  CROSS JOIN (
+    SELECT DISTINCT
+      lvl
+    FROM ({{ sqlanon_hier_rows }}) AS hv
+  ) AS l
+  LEFT JOIN ({{ sqlanon_hier_rows }}) AS h
+    ON h.lvl = l.lvl AND h.s = CAST(r.s AS TEXT)
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_hh AS (
+  SELECT
+    COUNT(DISTINCT lvl) AS hl
+  FROM a0_hmap
+), a0_hp AS (
+  SELECT
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(d.p) AS pg
+  FROM a0_hmap AS m
+  JOIN a0_dom AS d
+    ON d.sid = m.sid
+  GROUP BY
+    m.lvl,
+    m.g,
+    m.u
+), a0_hq AS (
+  SELECT
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(c.q) AS qg
+  FROM a0_cells AS c
+  JOIN a0_hmap AS m
+    ON m.sid = c.sid
+  GROUP BY
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u
+), a0_hs AS (
+  SELECT
+    q.cid,
+    SUM(ABS(h.pg - q.qg) - h.pg) AS s
+  FROM a0_hq AS q
+  JOIN a0_hp AS h
+    ON h.lvl = q.lvl AND h.g = q.g AND h.u = q.u
+  GROUP BY
+    q.cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    CAST((
+      2 * pc.emd_equal + COALESCE(hs.s, 0) + hh.hl
+    ) AS DOUBLE PRECISION) / (
+      2.0 * (
+        hh.hl + 1
+      )
+    ) AS emd_hier
+  FROM a0_pc AS pc
+  LEFT JOIN a0_hs AS hs
+    ON hs.cid = pc.cid
+  CROSS JOIN a0_hh AS hh
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.emd_hier AS distance
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.emd_hier > {{ t }} + 1e-09
 {% endif %}
 {% endmacro %}
 
-{% macro duckdb__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference) %}
+{% macro duckdb__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference, hierarchy) %}
 {% set sqlanon_reference = reference if reference is not none else model %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', order) %}
+{% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}
 {% if measure == 'emd-equal' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -2820,12 +3029,206 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.kl > {{ t }} + 1e-09
+{% elif measure == 'emd-hierarchical' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hmap AS (
+  SELECT
+    r.sid,
+    l.lvl,
+    COALESCE(h.g, '') AS g,
+    CASE WHEN h.g IS NULL THEN r.sid ELSE 0 END AS u
+  FROM a0_ref AS r
+  CROSS JOIN (
+    SELECT DISTINCT
+      lvl
+    FROM ({{ sqlanon_hier_rows }}) AS hv
+  ) AS l
+  LEFT JOIN ({{ sqlanon_hier_rows }}) AS h
+    ON h.lvl = l.lvl AND h.s = CAST(r.s AS TEXT)
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_hh AS (
+  SELECT
+    COUNT(DISTINCT lvl) AS hl
+  FROM a0_hmap
+), a0_hp AS (
+  SELECT
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(d.p) AS pg
+  FROM a0_hmap AS m
+  JOIN a0_dom AS d
+    ON d.sid = m.sid
+  GROUP BY
+    m.lvl,
+    m.g,
+    m.u
+), a0_hq AS (
+  SELECT
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(c.q) AS qg
+  FROM a0_cells AS c
+  JOIN a0_hmap AS m
+    ON m.sid = c.sid
+  GROUP BY
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u
+), a0_hs AS (
+  SELECT
+    q.cid,
+    SUM(ABS(h.pg - q.qg) - h.pg) AS s
+  FROM a0_hq AS q
+  JOIN a0_hp AS h
+    ON h.lvl = q.lvl AND h.g = q.g AND h.u = q.u
+  GROUP BY
+    q.cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    (
+      2 * pc.emd_equal + COALESCE(hs.s, 0) + hh.hl
+    ) / (
+      2.0 * (
+        hh.hl + 1
+      )
+    ) AS emd_hier
+  FROM a0_pc AS pc
+  LEFT JOIN a0_hs AS hs
+    ON hs.cid = pc.cid
+  CROSS JOIN a0_hh AS hh
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.emd_hier AS distance
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.emd_hier > {{ t }} + 1e-09
 {% endif %}
 {% endmacro %}
 
-{% macro postgres__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference) %}
+{% macro postgres__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference, hierarchy) %}
 {% set sqlanon_reference = reference if reference is not none else model %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', order) %}
+{% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}
 {% if measure == 'emd-equal' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -3281,12 +3684,220 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.kl > {{ t }} + 1e-09
+{% elif measure == 'emd-hierarchical' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hmap AS (
+  SELECT
+    r.sid,
+    l.lvl,
+    COALESCE(h.g, '') AS g,
+    CASE WHEN h.g IS NULL THEN r.sid ELSE 0 END AS u
+  FROM a0_ref AS r
+  CROSS JOIN (
+    SELECT DISTINCT
+      lvl
+    FROM ({{ sqlanon_hier_rows }}) AS hv
+  ) AS l
+  LEFT JOIN ({{ sqlanon_hier_rows }}) AS h
+    ON h.lvl = l.lvl AND h.s = CAST(r.s AS TEXT)
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_hh AS (
+  SELECT
+    COUNT(DISTINCT lvl) AS hl
+  FROM a0_hmap
+), a0_hp AS (
+  SELECT
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(d.p) AS pg
+  FROM a0_hmap AS m
+  JOIN a0_dom AS d
+    ON d.sid = m.sid
+  GROUP BY
+    m.lvl,
+    m.g,
+    m.u
+), a0_hq AS (
+  SELECT
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(c.q) AS qg
+  FROM a0_cells AS c
+  JOIN a0_hmap AS m
+    ON m.sid = c.sid
+  GROUP BY
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u
+), a0_hs AS (
+  SELECT
+    q.cid,
+    SUM(ABS(h.pg - q.qg) - h.pg) AS s
+  FROM a0_hq AS q
+  JOIN a0_hp AS h
+    ON h.lvl = q.lvl AND h.g = q.g AND h.u = q.u
+  GROUP BY
+    q.cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    CAST((
+      2 * pc.emd_equal + COALESCE(hs.s, 0) + hh.hl
+    ) AS DOUBLE PRECISION) / (
+      2.0 * (
+        hh.hl + 1
+      )
+    ) AS emd_hier
+  FROM a0_pc AS pc
+  LEFT JOIN a0_hs AS hs
+    ON hs.cid = pc.cid
+  CROSS JOIN a0_hh AS hh
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.emd_hier AS distance
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.emd_hier > {{ t }} + 1e-09
 {% endif %}
 {% endmacro %}
 
-{% macro spark__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference) %}
+{% macro spark__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference, hierarchy) %}
 {% set sqlanon_reference = reference if reference is not none else model %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', order) %}
+{% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}
 {% if measure == 'emd-equal' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -3700,12 +4311,206 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.kl > {{ t }} + CAST(1e-09 AS DOUBLE)
+{% elif measure == 'emd-hierarchical' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM `sqlanon_freq`
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM `sqlanon_freq` AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hmap AS (
+  SELECT
+    r.sid,
+    l.lvl,
+    COALESCE(h.g, '') AS g,
+    CASE WHEN h.g IS NULL THEN r.sid ELSE 0 END AS u
+  FROM a0_ref AS r
+  CROSS JOIN (
+    SELECT DISTINCT
+      lvl
+    FROM ({{ sqlanon_hier_rows }}) AS hv
+  ) AS l
+  LEFT JOIN ({{ sqlanon_hier_rows }}) AS h
+    ON h.lvl = l.lvl AND h.s = CAST(r.s AS STRING)
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    CAST(0.5 AS DOUBLE) * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_hh AS (
+  SELECT
+    COUNT(DISTINCT lvl) AS hl
+  FROM a0_hmap
+), a0_hp AS (
+  SELECT
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(d.p) AS pg
+  FROM a0_hmap AS m
+  JOIN a0_dom AS d
+    ON d.sid = m.sid
+  GROUP BY
+    m.lvl,
+    m.g,
+    m.u
+), a0_hq AS (
+  SELECT
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u,
+    SUM(c.q) AS qg
+  FROM a0_cells AS c
+  JOIN a0_hmap AS m
+    ON m.sid = c.sid
+  GROUP BY
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u
+), a0_hs AS (
+  SELECT
+    q.cid,
+    SUM(ABS(h.pg - q.qg) - h.pg) AS s
+  FROM a0_hq AS q
+  JOIN a0_hp AS h
+    ON h.lvl = q.lvl AND h.g = q.g AND h.u = q.u
+  GROUP BY
+    q.cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    (
+      2 * pc.emd_equal + COALESCE(hs.s, 0) + hh.hl
+    ) / (
+      CAST(2.0 AS DOUBLE) * (
+        hh.hl + 1
+      )
+    ) AS emd_hier
+  FROM a0_pc AS pc
+  LEFT JOIN a0_hs AS hs
+    ON hs.cid = pc.cid
+  CROSS JOIN a0_hh AS hh
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.emd_hier AS distance
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.emd_hier > {{ t }} + CAST(1e-09 AS DOUBLE)
 {% endif %}
 {% endmacro %}
 
-{% macro sqlserver__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference) %}
+{% macro sqlserver__test_sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure, order, reference, hierarchy) %}
 {% set sqlanon_reference = reference if reference is not none else model %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', order) %}
+{% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}
 {% if measure == 'emd-equal' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -4151,6 +4956,211 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.kl > {{ t }} + 1e-09
+{% elif measure == 'emd-hierarchical' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM [sqlanon_freq]
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid AS sid,
+    CAST(c AS FLOAT) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid AS cid,
+    r.sid AS sid,
+    SUM(f.cnt) AS c
+  FROM [sqlanon_freq] AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hmap AS (
+  SELECT
+    r.sid AS sid,
+    l.lvl AS lvl,
+    COALESCE(h.g, '') AS g,
+    CASE WHEN h.g IS NULL THEN r.sid ELSE 0 END AS u
+  FROM a0_ref AS r
+  CROSS JOIN (
+    SELECT DISTINCT
+      lvl AS lvl
+    FROM ({{ sqlanon_hier_rows }}) AS hv
+  ) AS l
+  LEFT JOIN ({{ sqlanon_hier_rows }}) AS h
+    ON h.lvl = l.lvl AND h.s = CAST(r.s AS VARCHAR(MAX))
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LOG(CAST(p AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT_BIG(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid AS cid,
+    f.sid AS sid,
+    f.c AS c,
+    d.p AS p,
+    CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid AS cid,
+    MAX(n) AS n,
+    COUNT_BIG(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LOG(CAST(q AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(q * (
+      CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_hh AS (
+  SELECT
+    COUNT_BIG(DISTINCT lvl) AS hl
+  FROM a0_hmap
+), a0_hp AS (
+  SELECT
+    m.lvl AS lvl,
+    m.g AS g,
+    m.u AS u,
+    SUM(d.p) AS pg
+  FROM a0_hmap AS m
+  JOIN a0_dom AS d
+    ON d.sid = m.sid
+  GROUP BY
+    m.lvl,
+    m.g,
+    m.u
+), a0_hq AS (
+  SELECT
+    c.cid AS cid,
+    m.lvl AS lvl,
+    m.g AS g,
+    m.u AS u,
+    SUM(c.q) AS qg
+  FROM a0_cells AS c
+  JOIN a0_hmap AS m
+    ON m.sid = c.sid
+  GROUP BY
+    c.cid,
+    m.lvl,
+    m.g,
+    m.u
+), a0_hs AS (
+  SELECT
+    q.cid AS cid,
+    SUM(ABS(h.pg - q.qg) - h.pg) AS s
+  FROM a0_hq AS q
+  JOIN a0_hp AS h
+    ON h.lvl = q.lvl AND h.g = q.g AND h.u = q.u
+  GROUP BY
+    q.cid
+), a0_st AS (
+  SELECT
+    pc.cid AS cid,
+    pc.n AS n,
+    pc.distinct_values AS distinct_values,
+    pc.entropy AS entropy,
+    pc.kl AS kl,
+    pc.emd_equal AS emd_equal,
+    CAST(NULL AS FLOAT) AS emd_ordered,
+    pc.r1 AS r1,
+    pc.tail AS tail,
+    h.h_w AS h_w,
+    h.m AS m,
+    CAST((
+      2 * pc.emd_equal + COALESCE(hs.s, 0) + hh.hl
+    ) AS FLOAT) / (
+      2.0 * (
+        hh.hl + 1
+      )
+    ) AS emd_hier
+  FROM a0_pc AS pc
+  LEFT JOIN a0_hs AS hs
+    ON hs.cid = pc.cid
+  CROSS JOIN a0_hh AS hh
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.emd_hier AS distance
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.emd_hier > {{ t }} + 1e-09
 {% endif %}
 {% endmacro %}
 

@@ -55,6 +55,7 @@ SCALARS: dict[str, str] = {
     "__sqlanon_reference__": "{{ sqlanon_reference }}",
     "__sqlanon_s__": "{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}",
     "__sqlanon_sort__": "{{ sqlanon_sort_key }}",
+    "__sqlanon_hlabels__": "({{ sqlanon_hier_rows }})",  # emd-hierarchical's labels, as rows
     "__sqlanon_k__": "{{ k }}",
     "__sqlanon_l__": "{{ l }}",
     "__sqlanon_c__": "{{ c }}",
@@ -89,10 +90,13 @@ TESTS: tuple[Test, ...] = (
     ),
     Test(
         "sqlanon_t_closeness",
-        ("quasi_identifiers", "sensitive", "t", "measure", "order", "reference"),
+        ("quasi_identifiers", "sensitive", "t", "measure", "order", "reference", "hierarchy"),
         "dbt/t_closeness",
         tuple(
-            (f"measure == '{m}'", {"figure": Sql(col), "ordered": m == "emd-ordered"})
+            (
+                f"measure == '{m}'",
+                {"figure": Sql(col), "ordered": m == "emd-ordered", "hier": m == "emd-hierarchical"},
+            )
             for m, col in T_COLUMN.items()
         ),
     ),
@@ -218,6 +222,7 @@ PREAMBLE: dict[str, str] = {
     "sqlanon_t_closeness": (
         "{% set sqlanon_reference = reference if reference is not none else model %}\n"
         "{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', order) %}\n"
+        "{% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}\n"
     ),
 }
 

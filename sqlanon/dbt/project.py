@@ -27,7 +27,10 @@ from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Levels, build_hierarchies, parse_levels
 from sqlanon.measure.columns import check_columns
+from sqlanon.measure.tcloseness_hier import hierarchy_of
 from sqlanon.policy import ColumnSpec, Policy
+from sqlanon.presence import estimated_k
+from sqlanon.profitability import profitability_min_size
 from sqlanon.publish import anonymise
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import to_sql
@@ -203,7 +206,13 @@ def _tests(policy: Policy, reference: str) -> list[dict[str, Any]]:
         if order:
             args["order"] = list(order)
         args["reference"] = reference  # t against the source's distribution, as sqlanon verifies
+        if (h := hierarchy_of(policy, r.attribute)) is not None:  # emd-hierarchical's ground distance
+            args["hierarchy"] = {v: [*labels[:-1], "*"] for v, labels in h.table.items()}  # root as *
         tests.append({"sqlanon_t_closeness": {"arguments": args}})
+    if (k_game := profitability_min_size(policy.privacy)) > 1:  # Wan et al.'s no-attack rule: a size
+        tests.append({"sqlanon_k_anonymity": {"arguments": {"quasi_identifiers": list(qis), "k": k_game}}})
+    if (k_est := estimated_k(policy)) is not None:  # ARX's estimated k-map: k'-anonymity (sqlanon.presence)
+        tests.append({"sqlanon_k_anonymity": {"arguments": {"quasi_identifiers": list(qis), "k": k_est}}})
     for kind, bound in policy.privacy.risk.items():
         if kind in ("prosecutor", "average"):
             tests.append(

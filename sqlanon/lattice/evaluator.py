@@ -17,7 +17,9 @@ from sqlanon.errors import SqlanonError
 from sqlanon.lattice.plan import BATCH, PART, PART_WIDE, PART_WIDE_BELOW, Node, NodeResult, Plan, code_name
 from sqlanon.likeness import checked_attributes
 from sqlanon.measure.assessment import EPS, _l_rank, requirement_checks
+from sqlanon.measure.tcloseness_hier import freq_hier_context
 from sqlanon.policy import Policy
+from sqlanon.profitability import profitability_min_size
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Hole, Sql, ident
 
@@ -125,6 +127,7 @@ class Evaluator:
                         "tail": s in recursive,
                         "distinct_only": s in distinct_only,
                         "likeness": s in likeness,
+                        **freq_hier_context(self.plan.be, pol, s, self.plan.base),  # emd-hierarchical
                     }
                 )
         return out
@@ -371,4 +374,4 @@ def relaxed_k(policy: Policy) -> int:
     pros = policy.privacy.risk.get("prosecutor")
     if pros:
         k = max(k, math.ceil(1 / pros - 1e-9))
-    return k
+    return max(k, profitability_min_size(policy.privacy))  # a class size, like k

@@ -35,11 +35,14 @@ from typing import Any
 
 from sqlglot import exp
 
+from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator
 from sqlanon.lattice.plan import Plan, Progress
 from sqlanon.measure.assessment import _l_rank, checked_sensitive, requirement_checks
+from sqlanon.measure.tcloseness_hier import freq_hier_context
 from sqlanon.policy import Policy
+from sqlanon.profitability import is_table_wide
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 from sqlanon.transform.partition import TreeCut, partition_context
@@ -116,6 +119,7 @@ def _attrs(plan: Plan) -> tuple[list[dict[str, Any]], Sql]:
                 "sid": plan.base.sid_aliases[i],
                 "l_rank": _l_rank(policy, s),
                 "ordered": ordered,
+                **freq_hier_context(plan.be, policy, s, plan.base),  # emd-hierarchical
             }
         )
     checks = requirement_checks(policy, alias)
@@ -129,10 +133,12 @@ def _attrs(plan: Plan) -> tuple[list[dict[str, Any]], Sql]:
 def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
     """Partition the base frequency table; the cut tree and the final working table."""
     policy, be = plan.policy, plan.be
-    unsupported = [r for r in policy.privacy.risk if r != "prosecutor"]
+    unsupported = [f"risk.{r}" for r in policy.privacy.risk if r != "prosecutor"]
+    if is_table_wide(policy.privacy):  # journalist profitability reads the population, release-wide
+        unsupported.insert(0, "profitability")
     if unsupported:
         raise SqlanonError(
-            f"privacy.risk.{unsupported[0]}: a table-wide bound is not supported with mondrian "
+            f"privacy.{unsupported[0]}: a table-wide bound is not supported with mondrian "
             "(each cut is decided per partition); use a full-domain algorithm"
         )
     top = tuple(plan.heights)
@@ -192,6 +198,10 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
     )
     cuts: dict[int, Cut] = {}
     next_id, rounds, queries = 1, 0, 4 + hier + ranked
+    # work holds the live partitions' rows only; each round's done rows are set aside in parts
+    # (templates/mondrian/done.sql.j2) and unioned at the end. full, the first working table, keeps
+    # the table-wide sensitive domains.
+    full, parts, live_parts = work, [], 1
     while True:
         if rounds >= MAX_ROUNDS:
             raise SqlanonError(f"mondrian: more than {MAX_ROUNDS} rounds; this should not happen")
@@ -199,6 +209,7 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
             "mcuts",
             "mondrian/round",
             work=work,
+            full=full,
             covers=covers,
             dict=dictionary,
             dims=ctx_dims,
@@ -224,6 +235,10 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
                 if len(lab) != len(cuts[pid].children):
                     raise SqlanonError(f"internal: mondrian cut {pid} has {len(lab)} labels for its children")
                 cuts[pid].labels = lab
+        if len(rows) < live_parts:  # some live partitions are done: their rows are final
+            parts.append(be.create_temp("mdone", "mondrian/done", work=work, cuts=found))
+            queries += 1
+        done_with = [work, found] if work != full else [found]
         work = be.create_temp(
             "mondrian",
             "mondrian/split",
@@ -234,9 +249,14 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
             next=lit(next_id),
         )
         queries += 1
-        next_id += sum(len(cuts[int(r[0])].children) for r in rows)
+        queries += _drop(be, done_with)
+        live_parts = sum(len(cuts[int(r[0])].children) for r in rows)
+        next_id += live_parts
         if progress:
             progress(rounds, len(cuts), len(rows))
+    if parts:  # the last round's rows are done too
+        work = be.create_temp("mondrian", "mondrian/union", parts=[*parts, work])
+        queries += 1
     names = plan.qi_names
     lab = None
     label = policy.label_column
@@ -267,6 +287,17 @@ def mondrian(plan: Plan, progress: Progress | None = None) -> MondrianResult:
         "smallest_partition": smallest,
     }
     return MondrianResult(dims, cuts, work, rounds, queries + 1, n_parts, metrics, sums, vals)
+
+
+def _drop(be: Backend, rels: list[Relation]) -> int:
+    """Drop a round's superseded tables now, not at the session's end: the rows held then stay
+    about two working tables whatever the number of rounds (at 1e8 rows, ~25 copies of a
+    2.9-million-row table otherwise). Read-only mode keeps them as CTEs: nothing to drop."""
+    if be.inline:
+        return 0
+    for rel in rels:
+        be.execute("ddl/drop_table", kind="drop", target=rel)
+    return len(rels)
 
 
 def mondrian_release(

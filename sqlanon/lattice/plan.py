@@ -24,6 +24,7 @@ from sqlanon.measure.assessment import (
     refuse_unsatisfiable_l,
 )
 from sqlanon.policy import Policy
+from sqlanon.presence import resolve
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident
 from sqlanon.transform.build import build_hierarchy
@@ -283,6 +284,7 @@ def prepare(be: Backend, policy: Policy) -> Plan:
     n_rows = int(be.query("search/total", base=base.freq)[0][0] or 0)
     if n_rows == 0:
         raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
+    resolve(policy, n_rows)  # the estimated k-map's k' (sqlanon.presence), before any check is built
     preds = _coverage_predicates(hierarchies, base)
     flag_in_coded = len(preds) <= COVERAGE_BITS
     if not flag_in_coded:

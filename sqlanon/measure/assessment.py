@@ -23,7 +23,11 @@ from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.columns import check_columns
 from sqlanon.measure.likeness import checked_attributes, likeness_checks, likeness_figures
+from sqlanon.measure.presence import presence_figures
+from sqlanon.measure.tcloseness_hier import freq_hier_context, hier_figure
 from sqlanon.policy import LRequirement, Policy, TRequirement
+from sqlanon.presence import presence_checks, resolve
+from sqlanon.profitability import profitability_assessment, profitability_checks
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 from sqlanon.uniqueness import uniqueness_risk
@@ -155,7 +159,12 @@ def _l_violation(r: LRequirement, alias: str) -> exp.Expression:
     )
 
 
-T_COLUMN = {"emd-equal": "emd_equal", "emd-ordered": "emd_ordered", "kl": "kl"}
+T_COLUMN = {
+    "emd-equal": "emd_equal",
+    "emd-ordered": "emd_ordered",
+    "kl": "kl",
+    "emd-hierarchical": "emd_hier",
+}
 
 
 def _t_violation(r: TRequirement, alias: str) -> exp.Expression:
@@ -182,6 +191,8 @@ def requirement_checks(policy: Policy, stats_alias: dict[str, str]) -> list[tupl
     for r in policy.privacy.t:
         checks.append((r.label, _t_violation(r, stats_alias[r.attribute])))
     checks += likeness_checks(policy, stats_alias, EPS)
+    checks += presence_checks(policy)  # the estimated k-map's k' (sqlanon.presence)
+    checks += profitability_checks(policy.privacy)  # Wan et al. 2015, prosecutor: a class size
     pros = policy.privacy.risk.get("prosecutor")
     if pros is not None:
         # 1/n > r  <=>  n * r < 1: the classes whose records exceed the prosecutor bound.
@@ -267,6 +278,8 @@ def assess_tables(
     n_rows = int(summary[0] or 0)
     if n_rows == 0:
         raise SqlanonError(f"source: relation {str(rel)!r} is empty; there is nothing to measure")
+    if reference is None:  # the source (not a release of it): its size derives k-map's k'
+        resolve(policy, n_rows)
     n_classes, k_min = int(summary[1]), int(summary[2])
     hist = {int(size): int(cnt) for size, cnt in be.query("assess/size_histogram", classes=ft.classes)}
 
@@ -286,6 +299,7 @@ def assess_tables(
                 )
         l_rank = _l_rank(policy, name)
         ref_ctx = reference_context(reference, name)
+        hier = freq_hier_context(be, policy, name, reference or ft)
         stats = be.create_temp(
             "sens",
             "assess/sensitive_classes",
@@ -295,6 +309,7 @@ def assess_tables(
             sid_alias=ft.sid_aliases[i],
             l_rank=l_rank,
             **ref_ctx,
+            **hier,
         )
         stats_alias[name] = f"s{i}"
         joins.append({"rel": stats, "alias": ident(f"s{i}")})
@@ -316,6 +331,8 @@ def assess_tables(
             },
         }
         t_close[name] = {"emd_equal": float(max_eq), "emd_ordered": float(max_ord), "kl": float(max_kl)}
+        if hier["hier"]:  # emd-hierarchical (sqlanon/measure/tcloseness_hier.py)
+            t_close[name]["emd_hierarchical"] = hier_figure(be, stats)
         likeness[name] = likeness_figures(*lk, EPS)
         t_req = next((r for r in policy.privacy.t if r.attribute == name), None)
         h = float(h_w)
@@ -380,12 +397,22 @@ def assess_tables(
     }
     if policy.population is not None:
         risk.update(_population_risk(be, policy, ft, population_exprs))
+    others = (joins, _sql(exp.or_(*[c for _, c in checks]))) if checks else ([], None)
+    presence, pres_ok, pres_bad, union = presence_figures(
+        be, policy, ft, population_exprs, allowed, EPS, others, reference
+    )
+    if union is not None:  # the classes failing a bound or a check above, each suppressed once
+        any_records, any_classes = union
+    satisfied.update(pres_ok)  # delta-presence, k-map (sqlanon/measure/presence.py)
+    violations.update(pres_bad)
     for kind, bound in policy.privacy.risk.items():
         if kind == "prosecutor":
             continue  # class-local: checked with suppression above
         value = risk["prosecutor_avg" if kind == "average" else kind]
         satisfied[f"risk.{kind} <= {bound:g}"] = value is not None and value <= bound + EPS
-    if checks or policy.privacy.risk:
+    prof = profitability_assessment(policy.privacy, k_min, _min_population(risk))
+    satisfied.update(prof.get("satisfied", {}))  # journalist: table-wide, as journalist risk
+    if checks or policy.privacy.risk or prof or pres_ok:
         satisfied["all"] = all(satisfied.values()) and any_records <= allowed
 
     return {
@@ -404,6 +431,8 @@ def assess_tables(
         "l_diversity": l_div,
         "t_closeness": t_close,
         "likeness": likeness,
+        **({"presence": presence} if presence else {}),
+        **({"profitability": prof["figures"]} if prof else {}),
         "information": info,
         "risk": risk,
         "satisfied": satisfied,
@@ -445,6 +474,12 @@ def _population_risk(
             f"{str(pop)!r}; the population must contain every source record"
         )
     return {"journalist": 1.0 / float(min_big_n), "marketer": float(sum_ratio) / float(n_rows)}
+
+
+def _min_population(risk: dict[str, Any]) -> int | None:
+    """The smallest population class among the classes (1 / journalist risk, a count: rounded so
+    that 1 / (1 / 6) compares as 6), None without a population."""
+    return round(1.0 / risk["journalist"]) if risk.get("journalist") else None
 
 
 def _jsonable(v: Any) -> Any:

@@ -14,6 +14,8 @@ from sqlanon.metrics.bounds import BOUND_EPS, CHOOSE_CHUNK, _rank, rank_lower_bo
 from sqlanon.metrics.info import COUNT_METRICS, NODE_METRICS, PHI_KINDS, candidates_for
 from sqlanon.metrics.scoring import _value, score, tables, value
 from sqlanon.policy import Policy
+from sqlanon.presence import release_bounds
+from sqlanon.profitability import is_table_wide
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql, ident
 from sqlanon.transform.release import release_context
@@ -209,7 +211,9 @@ def choose_among(
 def global_bounds(policy: Policy) -> bool:
     """Whether the policy bounds a table-wide risk (average, marketer, journalist): these are
     checked on a node's release, after the lattice search (which decides per class)."""
-    return any(kind != "prosecutor" for kind in policy.privacy.risk)
+    if release_bounds(policy):  # delta-presence, k-map against the population (sqlanon.presence)
+        return True
+    return any(kind != "prosecutor" for kind in policy.privacy.risk) or is_table_wide(policy.privacy)
 
 
 def node_exprs(plan: Plan, node: Node) -> list[Sql]:

@@ -13,6 +13,7 @@ from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Evaluator, NodeResult, Plan
 from sqlanon.likeness import checked_attributes
 from sqlanon.measure.assessment import FrequencyTables, _l_rank, _sort_key, requirement_checks
+from sqlanon.measure.tcloseness_hier import freq_hier_context
 from sqlanon.metrics.info import (
     BATCH,
     CLASS_METRICS,
@@ -339,6 +340,7 @@ def _attrs(plan: Plan, mt: MetricTables) -> list[dict[str, Any]]:
     used = checked_attributes(pol.privacy)
     return [
         {"p": Sql(f"a{i}"), "sid": mt.sid[i], "l_rank": _l_rank(pol, s), "ordered": s in ordered}
+        | freq_hier_context(plan.be, pol, s, plan.base)  # emd-hierarchical: same value numbers
         for i, s in enumerate(mt.s_names)
         if s in used
     ]

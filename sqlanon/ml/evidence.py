@@ -24,6 +24,7 @@ from sqlanon.measure.assessment import (
     reference_context,
 )
 from sqlanon.measure.release import release_check, without_classes
+from sqlanon.measure.tcloseness_hier import freq_hier_context, hierarchy_of
 from sqlanon.metrics import compute, metric_info, profile
 from sqlanon.metrics.optimum import check_node_release
 from sqlanon.ml.experiment import utility
@@ -208,9 +209,11 @@ def _distributions(
             sid_alias=ft.sid_aliases[i],
             l_rank=_l_rank(policy, name),
             **ref,
+            **freq_hier_context(be, policy, name, reference or ft),  # emd-hierarchical's emd_hier
         )
         hist: dict[str, list[list[float]]] = {}
-        for measure, b, scale, classes, records in be.query("report/distribution", stats=stats):
+        hier = hierarchy_of(policy, name) is not None
+        for measure, b, scale, classes, records in be.query("report/distribution", stats=stats, hier=hier):
             hist.setdefault(str(measure), []).append([int(b) / int(scale), int(classes), int(records)])
         out[name] = hist
     return out

@@ -16,6 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from sqlanon.errors import SqlanonError
+from sqlanon.policy import Search
 from sqlanon.report.console import number
 
 BEFORE, AFTER = "#c0504d", "#2e75b6"
@@ -166,6 +167,7 @@ def prosecutor(before: Mapping[str, Any], after: Mapping[str, Any], bound: float
 #: The width of each measure's bins (templates/report/distribution.sql.j2: distinct l exactly,
 #: entropy l and KL by tenths, EMD by fiftieths).
 BIN_WIDTH = {"distinct": 1.0, "entropy": 0.1, "emd_equal": 0.02, "emd_ordered": 0.02, "kl": 0.1}
+BIN_WIDTH["emd_hier"] = 0.02  # emd-hierarchical (sqlanon/measure/tcloseness_hier.py)
 
 
 def _smallest_gap(bins: Sequence[float]) -> float:
@@ -227,6 +229,7 @@ def spread(
         "entropy": "entropy l of the record's class, 2^H (lower edge of a tenth)",
         "emd_equal": "distance of the class's " + attr + " from the whole table's (t, EMD)",
         "emd_ordered": "ordered distance of the class's " + attr + " from the whole table's (t)",
+        "emd_hier": "hierarchical distance of the class's " + attr + " from the whole table's (t)",
         "kl": "information the class gives about " + attr + " (I1, bits)",
     }
     ax.set_xlabel(names.get(measure, measure))
@@ -264,7 +267,7 @@ def bdi(name: Any) -> Markup:
 def tradeoff(profile: Mapping[str, Any], info: Mapping[str, Any]) -> tuple[str, str]:
     """The privacy/utility trade-off over k: four metrics of the optimum for each k."""
     rows = [r for r in profile.get("profile", []) if r.get("metrics")]
-    chosen = profile.get("metric") or "precision"
+    chosen = profile.get("metric") or Search.metric  # the policy default where a profile names none
     names = [chosen] + [m for m in ("ncp", "entropy_loss", "discernibility") if m != chosen]
     names = [m for m in names if any((r["metrics"] or {}).get(m) is not None for r in rows)][:4]
     fig, axes = _figure(9.6, 2.6, max(1, len(names)))

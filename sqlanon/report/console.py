@@ -20,6 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from sqlanon.presence import describe_presence
+from sqlanon.profitability import describe_profitability
 from sqlanon.sql import secrets
 
 #: The width of a console with no terminal: wide enough that nothing wraps (rich's default, 80
@@ -139,6 +141,10 @@ def print_assess(
             else ""
         )
     )
+    if a.get("profitability"):  # Wan et al. 2015 (issue 35): the game's threshold and payout
+        console.print(Text(describe_profitability(a["profitability"])))
+    if a.get("presence"):  # delta-presence and k-map against the population (issue 35)
+        console.print(Text(describe_presence(a["presence"])))
     for w in a.get("warnings", []):  # one line per column (HIPAA Safe Harbor identifiers, issue 35)
         console.print(Text(f"warning: {w}", style="yellow"))
     if a["sensitive"]:
@@ -158,6 +164,7 @@ def print_assess(
             ),
             ("t: EMD equal", lambda s: a["t_closeness"][s]["emd_equal"]),
             ("t: EMD ordered", lambda s: a["t_closeness"][s]["emd_ordered"]),
+            ("t: EMD hierarchical", lambda s: a["t_closeness"][s].get("emd_hierarchical")),
             ("t: KL (max I1)", lambda s: a["t_closeness"][s]["kl"]),
             ("delta: max |log2(q/p)|", lambda s: a.get("likeness", {}).get(s, {}).get("delta_disclosure")),
             ("beta: basic / enhanced", lambda s: _beta(a.get("likeness", {}).get(s))),
@@ -166,6 +173,8 @@ def print_assess(
             ("l_t = 2^(H(W)-t)", lambda s: a["information"][s]["l_t"]),
             ("I(W; QI groups)", lambda s: a["information"][s]["mutual_information"]),
         ]
+        if not any("emd_hierarchical" in a["t_closeness"][s] for s in a["sensitive"]):
+            rows = [r for r in rows if r[0] != "t: EMD hierarchical"]  # only where the policy asks it
         for label, get in rows:
             t.add_row(_cell(label), *[_cell(_fmt(get(s))) for s in a["sensitive"]])
         console.print(t)
@@ -317,7 +326,14 @@ def print_anonymise(
     quiet: bool = False,
 ) -> None:
     console = console or make_console()
-    if r.get("algorithm") not in ("given", "mondrian"):
+    if d := r.get("differential_privacy"):  # SafePub (sqlanon.safepub): what the guarantee rests on
+        console.print(
+            f"[bold]SafePub[/bold]: ({_fmt(d['epsilon'])}, {_fmt(d['delta'])})-differential privacy; "
+            f"each record sampled with probability beta = {_fmt(d['beta'])}; "
+            f"classes below k = {d['k']} suppressed; {d['steps_taken']} search steps "
+            f"(epsilon_search = {_fmt(d['search_epsilon'])}, {d['nodes_scored']} nodes scored)"
+        )
+    if r.get("algorithm") not in ("given", "mondrian", "safepub"):
         console.print(
             f"[bold]{_e(r['algorithm'])}[/bold]: {r['nodes_checked']} node checks over a lattice of "
             f"{r['nodes_total']} nodes; "
@@ -351,9 +367,10 @@ def print_anonymise(
             f"suppressed records: {r['suppressed_records']} of {r['rows']}"
         )
     if r.get("wiped_qis"):
+        ncp = "" if (r.get("optimum") or {}).get("metric") == "ncp" else "--metric ncp "  # ncp: no news
         console.print(
             f"note: {_e(', '.join(r['wiped_qis']))} generalised to '*' (nothing of it kept); to keep more, "
-            "try Mondrian (--algorithm mondrian), a suppression limit (privacy.suppression), --metric ncp "
+            f"try Mondrian (--algorithm mondrian), a suppression limit (privacy.suppression), {ncp}"
             "or a finer hierarchy (docs/performance.md, Which defaults keep utility)"
         )
     if not r.get("published"):  # the published relation's measurement says it otherwise

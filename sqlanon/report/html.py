@@ -99,6 +99,7 @@ def _sensitive(data: Mapping[str, Any]) -> list[dict[str, Any]]:
     l_req = {c["attribute"]: c for c in _checks(data, "l")}
     t_req = {c["attribute"]: c for c in _checks(data, "t")}
     keys = {"emd-equal": "emd_equal", "emd-ordered": "emd_ordered", "kl": "kl"}
+    keys["emd-hierarchical"] = "emd_hier"
     for attr in data["after"].get("sensitive", []):
         before, after = dist["before"].get(attr, {}), dist["after"].get(attr, {})
         t = t_req.get(attr)

@@ -11,6 +11,7 @@ from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import _l_rank, _sort_key, checked_sensitive, requirement_checks
+from sqlanon.measure.tcloseness_hier import hier_context
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.relation import Relation
 from sqlanon.sql import secrets
@@ -96,6 +97,7 @@ def release_context(
                 "l_rank": _l_rank(policy, s),
                 "ordered": ordered,
                 "likeness": any(r.attribute == s for r in policy.privacy.likeness),
+                **hier_context(policy, s, ident(s)),  # emd-hierarchical, over the release's rows
             }
         )
     checks = requirement_checks(policy, alias)
@@ -185,8 +187,13 @@ def check_hash_release(policy: Policy, kind: str) -> None:
     hashed = [c.name for c in policy.identifiers if c.action == "hash"]
     if hashed:
         hash_key()
-    if policy.perturbed:
+    if policy.perturbed or policy.privacy.dp is not None:  # SafePub's sample is keyed too
         secrets.read_key("perturb")
+    if policy.privacy.dp is not None and kind == "view":  # a view would read the whole source
+        raise SqlanonError(
+            "privacy.differential_privacy: SafePub's release is a sample drawn once; publish it as a "
+            "table (--as table or publish.as: table)"
+        )
     names = secret_columns(policy)
     if names and kind == "view":
         key, what = ("action", "action hash") if names[0] in hashed else ("perturb", "perturb")

@@ -1,0 +1,1 @@
+CREATE TEMPORARY TABLE "sqlanon_mdone_00000000_28" AS SELECT w.* FROM "sqlanon_mondrian_00000000_26" AS w LEFT JOIN "sqlanon_mcuts_00000000_27" AS c ON c.pid = w.pid WHERE c.pid IS NULL
