@@ -102,8 +102,14 @@ def main() -> None:
                 "out": str(work / f"worker_{n}.json"),
             }
             (work / "spec.json").write_text(json.dumps(spec))
-            worker_main(str(work / "spec.json"))
-            res = json.loads(Path(spec["out"]).read_text())
+            failed = None
+            try:
+                worker_main(str(work / "spec.json"))
+            except Exception as e:  # noqa: BLE001 - keep what was measured before the failure
+                failed = f"error after partial results: {str(e).splitlines()[0][:300]}"
+            res = json.loads(Path(spec["out"]).read_text()) if Path(spec["out"]).exists() else {}
+            if failed:
+                res["status"] = failed
             res["data"] = data
             res["spark_load_seconds"] = load_s
             out["runs"][human(n)] = res

@@ -21,6 +21,7 @@ from sqlanon.policy_yaml import MAX_POLICY_BYTES, MAX_YAML_DEPTH, check_text, co
 from sqlanon.presence import PRESENCE_KEYS, Presence, parse_presence
 from sqlanon.profitability import PROFITABILITY_KEY, Profitability, parse_profitability
 from sqlanon.relation import Relation
+from sqlanon.risk_extra import RECORDS_AT_RISK, parse_records_at_risk
 from sqlanon.safepub import DP_KEY, DPRequirement, parse_dp
 from sqlanon.search_where import parse_where
 from sqlanon.uniqueness import UNIQUENESS_KINDS, parse_uniqueness
@@ -30,7 +31,7 @@ ROLE_ALIASES = {"qi": "quasi", "quasi-identifier": "quasi", "quasi_identifier": 
 ACTIONS = ("drop", "mask", "hash")
 L_KINDS = ("distinct", "entropy", "recursive")
 T_MEASURES = ("emd-equal", "emd-ordered", "emd-hierarchical", "kl")
-RISK_KINDS = ("prosecutor", "average", "marketer", "journalist", *UNIQUENESS_KINDS)
+RISK_KINDS = ("prosecutor", "average", "marketer", "journalist", *UNIQUENESS_KINDS, RECORDS_AT_RISK)
 ALGORITHMS = ("flash", "incognito", "datafly", "exhaustive", "mondrian")
 PUBLISH_AS = ("view", "table")
 SEARCH_SCOPES = ("optimum", "minimal")
@@ -92,11 +93,14 @@ class LRequirement:
     kind: str
     l: float  # noqa: E741 - the literature's name
     c: float | None = None
+    estimator: str = "shannon"  # entropy l: Shannon's plug-in or Grassberger's estimator (ARX)
 
     @property
     def label(self) -> str:
         if self.kind == "recursive":
             return f"l[{self.attribute}]: recursive (c={self.c:g}, l={self.l:g})"
+        if self.estimator != "shannon":
+            return f"l[{self.attribute}]: entropy ({self.estimator}) l >= {self.l:g}"
         return f"l[{self.attribute}]: {self.kind} l >= {self.l:g}"
 
 
@@ -242,7 +246,7 @@ def _l_requirements(value: Any, sensitive: set[str]) -> tuple[LRequirement, ...]
         if isinstance(spec, int | float) and not isinstance(spec, bool):
             spec = {"kind": "distinct", "l": spec}
         spec = _mapping(key, spec)
-        _known(key, spec, ("kind", "l", "c"))
+        _known(key, spec, ("kind", "l", "c", "estimator"))
         kind = spec.get("kind", "distinct")
         if kind not in L_KINDS:
             raise _fail(f"{key}.kind", f"expected one of {', '.join(L_KINDS)}, got {kind!r}")
@@ -258,7 +262,10 @@ def _l_requirements(value: Any, sensitive: set[str]) -> tuple[LRequirement, ...]
                 raise _fail(f"{key}.l", "recursive (c,l)-diversity needs l >= 2")
         elif "c" in spec:
             raise _fail(f"{key}.c", f"c only applies to kind recursive, not {kind}")
-        out.append(LRequirement(attribute=attr, kind=kind, l=lval, c=c))
+        est = str(spec.get("estimator", "shannon"))
+        if est not in ("shannon", "grassberger") or ("estimator" in spec and kind != "entropy"):
+            raise _fail(f"{key}.estimator", f"expected shannon or grassberger with kind entropy, got {est!r}")
+        out.append(LRequirement(attribute=attr, kind=kind, l=lval, c=c, estimator=est))
     return tuple(out)
 
 
@@ -340,6 +347,8 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
         r = _mapping("privacy.risk", priv_raw["risk"])
         _known("privacy.risk", r, RISK_KINDS)
         risk = parse_uniqueness(r)  # sample and population uniqueness (sqlanon.uniqueness)
+        if RECORDS_AT_RISK in r:  # ARX's AverageReidentificationRisk, second form (sqlanon.risk_extra)
+            risk[RECORDS_AT_RISK] = parse_records_at_risk(r[RECORDS_AT_RISK])
         for name, val in [(n, v) for n, v in r.items() if n not in risk]:
             risk[name] = _number(f"privacy.risk.{name}", val, lo=0, hi=1, lo_open=True)
         if "journalist" in risk and population is None:

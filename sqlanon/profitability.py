@@ -18,11 +18,16 @@ size (prosecutor: k-anonymity) or a population class size (journalist: k-map) of
 ``K = floor(G / C) + 1`` (1 when G = 0; unbounded when C = 0 < G). A class that does not pay is
 suppressed (ARX's criteria work with its suppression limit; so do sqlanon's checks).
 
-``attack: true`` (ARX's ``ProfitabilityProsecutor`` / ``ProfitabilityJournalist``) weighs the
-publisher's benefit against the loss, and needs ARX's per-class entropy-based information loss
-(the product of each QI value's share of its hierarchy's domain). sqlanon does not compute that
-loss per class yet (the search groups classes by level codes, never by labels), so the policy
-refuses it rather than decide differently from ARX.
+``attack: true`` (ARX's ``ProfitabilityProsecutor`` / ``ProfitabilityJournalist``) keeps a class
+only where the publisher's payout ``B (1 - IL) - (L p if G p - C > 0)`` is positive, IL ARX's
+entropy-based information loss of the class (from each QI label's share of its hierarchy's rows).
+IL needs the class's labels, which the search's classes (grouped by level codes) do not carry, so
+it is decided in SQL per class of each candidate's release (:mod:`sqlanon.measure.
+profitability_attack`), a table-wide check as the journalist's: every class of the release must
+pay the publisher, none is suppressed for it. With ``privacy.suppression`` that is stricter than
+ARX, which suppresses the failing classes within its limit; without, it is ARX's verdict. ARX
+calls the model non-monotone, and sqlanon's check prunes nothing: every node the other
+requirements allow is a candidate, best first.
 
 Kept apart from :mod:`sqlanon.policy` (at its size limit), which stores what is parsed here in
 :attr:`sqlanon.policy.Privacy.profitability`.
@@ -78,6 +83,8 @@ class Profitability:
 
     @property
     def label(self) -> str:
+        if self.attack:
+            return f"profitability ({self.model}, attack): publisher payout > 0 in every class"
         size = "class size" if self.model == "prosecutor" else "population class size"
         return f"profitability ({self.model}, no attack): {size} >= {self.threshold}"
 
@@ -85,15 +92,24 @@ class Profitability:
         """ARX's ``RiskModelCostBenefit.getExpectedAdversaryPayout``: G p - C."""
         return self.adversary_gain * p - self.adversary_cost
 
-    def figures(self, smallest: float | None) -> dict[str, Any]:
+    def figures(self, smallest: float | None, attack: dict[str, Any] | None = None) -> dict[str, Any]:
         """What ``assess`` reports: the threshold, and the adversary's best expected payout over
-        the classes (``smallest``: the least class size, or population class size)."""
+        the classes (``smallest``: the least class size, or population class size); with attack,
+        the publisher's least payout and the records and classes that do not pay it."""
         payout = None if smallest is None else self.adversary_payout(1.0 / smallest)
+        extra = {}
+        if attack is not None:
+            extra = {
+                "publisher_payout_min": attack["publisher_payout_min"],
+                "unprofitable_records": attack["records"],
+                "unprofitable_classes": attack["classes"],
+            }
         return {
             "model": self.model,
             "attack": self.attack,
             "threshold": self.threshold,
             "adversary_payout_max": payout,
+            **extra,
             "publisher_benefit": self.publisher_benefit,
             "publisher_loss": self.publisher_loss,
             "adversary_gain": self.adversary_gain,
@@ -106,6 +122,15 @@ def describe_profitability(fig: dict[str, Any]) -> str:
     size = "class" if fig["model"] == "prosecutor" else "population class"
     payout = fig["adversary_payout_max"]
     best = "none" if payout is None else f"{payout:.4g}"
+    if fig["attack"]:
+        least = fig.get("publisher_payout_min")
+        return (
+            f"profitability ({fig['model']}, attack; benefit {fig['publisher_benefit']:g}, loss "
+            f"{fig['publisher_loss']:g}, gain {fig['adversary_gain']:g}, cost {fig['adversary_cost']:g}): "
+            f"{fig.get('unprofitable_records', 0)} record(s) in {fig.get('unprofitable_classes', 0)} "
+            f"class(es) where publishing does not pay; publisher's least payout "
+            f"{'none' if least is None else f'{least:.4g}'}; adversary's best expected payout {best}"
+        )
     return (
         f"profitability ({fig['model']}, no attack; gain {fig['adversary_gain']:g}, cost "
         f"{fig['adversary_cost']:g}): a {size} of at least {fig['threshold']} gives no incentive; "
@@ -127,8 +152,10 @@ def _amount(key: str, value: Any) -> float:
 
 
 def parse_profitability(privacy: dict, has_population: bool) -> Profitability | None:
-    """``privacy.profitability: {model: prosecutor|journalist, attack: false, publisher_benefit: B,
-    publisher_loss: L, adversary_gain: G, adversary_cost: C}``; amounts default to ARX's."""
+    """``privacy.profitability: {model: prosecutor|journalist, attack: false|true, publisher_benefit:
+    B, publisher_loss: L, adversary_gain: G, adversary_cost: C}``; amounts default to ARX's. Whether
+    every quasi-identifier has the hierarchy rows ``attack: true`` needs is checked when measuring
+    (:func:`sqlanon.measure.profitability_attack.log_shares`)."""
     raw = privacy.get(PROFITABILITY_KEY)
     if raw is None:
         return None
@@ -145,12 +172,6 @@ def parse_profitability(privacy: dict, has_population: bool) -> Profitability | 
     attack = raw.get("attack", False)
     if not isinstance(attack, bool):
         raise _fail(f"{key}.attack", f"expected true or false, got {attack!r}")
-    if attack:
-        raise _fail(
-            f"{key}.attack",
-            "true (ARX's ProfitabilityProsecutor/Journalist) needs ARX's per-class entropy-based "
-            "information loss, not yet in sqlanon (issue 35); use attack: false",
-        )
     if model == "journalist" and not has_population:
         raise _fail(f"{key}.model", "journalist needs a population relation (top-level population:)")
     amounts = {name: _amount(f"{key}.{name}", raw.get(name, dflt)) for name, dflt in DEFAULTS.items()}
@@ -162,7 +183,7 @@ def profitability_checks(privacy: Any) -> list[tuple[str, exp.Expression]]:
     prosecutor's no-attack rule is a class size, decided by the search like k. The journalist's
     reads the population, a table-wide check on each candidate release (:func:`journalist_ok`)."""
     p: Profitability | None = getattr(privacy, "profitability", None)
-    if p is None or p.model != "prosecutor":
+    if p is None or p.model != "prosecutor" or p.attack:
         return []
     n = exp.column("n", table=exp.to_identifier("c"))
     return [(p.label, exp.LT(this=n, expression=exp.Literal.number(p.threshold)))]
@@ -172,26 +193,34 @@ def profitability_min_size(privacy: Any) -> int:
     """The least class size the prosecutor rule implies (1 otherwise), for the search's monotone
     class-size relaxation (a class size check: monotone under generalisation, like k)."""
     p: Profitability | None = getattr(privacy, "profitability", None)
-    return p.threshold if p is not None and p.model == "prosecutor" else 1
+    return p.threshold if p is not None and p.model == "prosecutor" and not p.attack else 1
 
 
 def is_table_wide(privacy: Any) -> bool:
-    """Whether the policy has the journalist rule, which is checked on a candidate's release
-    (its classes joined to the population generalised to the node), as journalist risk is."""
+    """Whether the policy has the journalist rule or the attack game, which are checked on a
+    candidate's release (its classes joined to the population generalised to the node; the
+    attack game needs the classes' labels), as journalist risk is."""
     p: Profitability | None = getattr(privacy, "profitability", None)
-    return p is not None and p.model == "journalist"
+    return p is not None and (p.model == "journalist" or p.attack)
 
 
-def profitability_assessment(privacy: Any, k_min: int, min_population: int | None) -> dict[str, Any]:
-    """``assess``'s ``profitability`` figures and, for the journalist rule, its verdict (the
-    smallest population class among the release's classes reaches the threshold; ARX's
-    ``ProfitabilityJournalistNoAttack``: pcount >= K for every class). The prosecutor's verdict
-    comes with suppression from :func:`profitability_checks`."""
+def profitability_assessment(
+    privacy: Any, k_min: int, min_population: int | None, attack: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``assess``'s ``profitability`` figures and, for the table-wide rules, their verdict and
+    violating records. Journalist without attack: the smallest population class among the
+    release's classes reaches the threshold (ARX's ``ProfitabilityJournalistNoAttack``: pcount >= K
+    for every class). With attack (``attack``: :func:`sqlanon.measure.profitability_attack.
+    attack_figures`): every class pays the publisher. The prosecutor's no-attack verdict comes
+    with suppression from :func:`profitability_checks`."""
     p: Profitability | None = getattr(privacy, "profitability", None)
     if p is None:
         return {}
     smallest = float(k_min) if p.model == "prosecutor" else min_population
-    out: dict[str, Any] = {"figures": p.figures(smallest)}
-    if p.model == "journalist":
+    out: dict[str, Any] = {"figures": p.figures(smallest, attack)}
+    if p.attack and attack is not None:
+        out["satisfied"] = {p.label: attack["records"] == 0}
+        out["violations"] = {p.label: attack["records"]}
+    elif p.model == "journalist" and not p.attack:
         out["satisfied"] = {p.label: min_population is not None and min_population >= p.threshold}
     return out

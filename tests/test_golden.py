@@ -258,6 +258,16 @@ search: {metric: precision}  # precision builds no metric tables: metrics/coded 
 
             dpriv = dataclasses.replace(pol.privacy, dp=DPRequirement(1.0, 1e-5))
             materialise_sample(be, dataclasses.replace(pol, privacy=dpriv))
+            # Profitability with attack (issue 35 item 6): per-class payouts against the population.
+            from sqlanon.profitability import Profitability
+
+            game = Profitability("journalist", True, 1200.0, 300.0, 300.0, 4.0)
+            qcols = tuple(
+                dataclasses.replace(c, role="insensitive", hierarchy=None) if c.name == "Postcode" else c
+                for c in cols
+            )
+            gpriv = dataclasses.replace(pol.privacy, profitability=game)
+            assess(be, dataclasses.replace(pol, columns=qcols, population=pol.source, privacy=gpriv))
     finally:
         mp.undo()
     return seen

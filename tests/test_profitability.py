@@ -1,13 +1,14 @@
-"""Game-theoretic profitability, no-attack variants (issue 35 item 6; Wan et al., PLoS ONE 2015),
-held to three oracles:
+"""Game-theoretic profitability (issue 35 item 6; Wan et al., PLoS ONE 2015), the no-attack and
+the attack variants, held to three oracles:
 
 * a brute-force reference written here from the game's definition: the adversary attacks a class
   when its expected payout G p - C is positive (p = 1 / class size, or 1 / the class's size in the
   population for the journalist), and a publisher who wants no attack publishes only the classes
   where it is not (exact fractions, so G / n = C is decided exactly);
 * ARX 3.9.2 itself (a Java driver compiled here where javac and ../shared/peers/arx are present):
-  ``ProfitabilityProsecutorNoAttack`` and ``ProfitabilityJournalistNoAttack`` on every node of a
-  small lattice, with its suppression limit at 1: the records it suppresses, and so its verdict;
+  ``ProfitabilityProsecutorNoAttack``, ``ProfitabilityJournalistNoAttack``,
+  ``ProfitabilityProsecutor`` and ``ProfitabilityJournalist`` on every node of a small lattice,
+  with its suppression limit at 1: the records it suppresses, and so its verdict;
 * the published release: every class it keeps is one where an attack does not pay.
 """
 
@@ -247,7 +248,7 @@ def test_console_dbt_and_mondrian(tmp_path: Path) -> None:
         ({"adversary_cost": -1}, "privacy.profitability.adversary_cost': must be >= 0"),
         ({"adversary_gain": ".inf"}, "expected a finite number"),
         ({"attack": "yes"}, "expected true or false"),
-        ({"attack": True}, "not yet in sqlanon"),
+        ({"attack": 1}, "expected true or false"),
         ({"gain": 3}, "privacy.profitability.gain': unknown key"),
         ("prosecutor", "expected a mapping"),
     ],
@@ -259,7 +260,8 @@ def test_bad_keys_are_one_line_exit_2(tmp_path: Path, prof: Any, message: str) -
 
 @pytest.mark.parametrize("db", ENGINES_SPARK, indirect=True)
 def test_assess_on_every_engine(db: TestDB) -> None:
-    """The same verdict and records on DuckDB, PostgreSQL and Spark, each the reference's."""
+    """The same verdict and records on DuckDB, PostgreSQL and Spark, each the reference's (with
+    and without attack)."""
     name = _load(db, SAMPLE)
     pol = parse_policy(_policy(name, {"adversary_gain": 5, "adversary_cost": 2}))
     with session(db.url) as be:
@@ -267,6 +269,17 @@ def test_assess_on_every_engine(db: TestDB) -> None:
     label = pol.privacy.profitability.label
     assert a["violations"][label] == bad_records(SAMPLE, (0, 0), 5, 2)
     assert a["profitability"]["threshold"] == 3
+    # With attack: the per-class payouts (labels to domain shares, the population join) in SQL.
+    pop = _load(db, POPULATION)
+    for model in ("prosecutor", "journalist"):
+        game = (40, 2, 20, 300)
+        pol = parse_policy(_policy(name, _attack(model, game), population=pop))
+        with session(db.url) as be:
+            plan = prepare(be, pol)
+            exprs = node_exprs(plan, (1, 1))
+            a = assess(be, pol, qi_exprs=exprs, population_exprs=exprs)
+        expected = bad_records_attack(SAMPLE, (1, 1), game, POPULATION if model == "journalist" else None)
+        assert a["violations"][pol.privacy.profitability.label] == expected, model
 
 
 # --- ARX 3.9.2 as the oracle -----------------------------------------------------------------------
@@ -345,10 +358,12 @@ public class ProfitDriver {
 """
 
 ARX_GAMES = [f"{m}:{g:g}:{c:g}" for m in ("prosecutor", "journalist") for g, c in GAMES[:4]]
-#: The attack variants (sqlanon refuses them for now): gain, cost, publisher benefit, loss. ARX's
+#: The attack variants: gain, cost, publisher benefit, loss. ARX's
 #: defaults (every class here tempts: 300 / 40 > 4), a game where only classes of 1 and 2 tempt and
-#: never pay the publisher, and one in between.
-ATTACK_GAMES = [(300, 4, 1200, 300), (10, 4, 100, 300), (20, 3, 50, 60)]
+#: never pay the publisher, one in between, and one where a small benefit against a large loss
+#: fails most nodes, not monotonically (journalist: (1, 0) fails, (1, 1) fails fewer, (2, 1) none;
+#: the information loss of (*, *) fails it), and the population's class sizes decide.
+ATTACK_GAMES = [(300, 4, 1200, 300), (10, 4, 100, 300), (20, 3, 50, 60), (40, 2, 20, 300)]
 ARX_ATTACK = [
     f"{m}-attack:{g}:{c}:{b}:{ls}" for m in ("prosecutor", "journalist") for g, c, b, ls in ATTACK_GAMES
 ]
@@ -373,8 +388,8 @@ def arx_suppressed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, 
     # The prosecutor's data is the sample alone; the journalist's the population, whose first
     # len(SAMPLE) rows are the sample (ARX's research subset).
     out = {}
-    prosecutor = ARX_GAMES[:4] + ARX_ATTACK[:3]
-    journalist = ARX_GAMES[4:] + ARX_ATTACK[3:]
+    prosecutor = ARX_GAMES[:4] + ARX_ATTACK[: len(ATTACK_GAMES)]
+    journalist = ARX_GAMES[4:] + ARX_ATTACK[len(ATTACK_GAMES) :]
     for games, data in ((prosecutor, SAMPLE), (journalist, POPULATION)):
         csv.write_text("a;b;s\n" + "".join(f"{a};{b};{s}\n" for a, b, s in data), encoding="utf-8")
         text = subprocess.run(
@@ -443,8 +458,8 @@ def test_sqlanon_matches_arx(db: TestDB, arx_suppressed: dict) -> None:
 
 
 def test_attack_reference_matches_arx(arx_suppressed: dict) -> None:
-    """The attack variants' reference (what sqlanon refuses for now, kept for when it decides them)
-    suppresses exactly the records ARX's ProfitabilityProsecutor / ProfitabilityJournalist do."""
+    """The attack variants' reference suppresses exactly the records ARX's ProfitabilityProsecutor /
+    ProfitabilityJournalist do."""
     for spec, game in zip(ARX_ATTACK, ATTACK_GAMES * 2, strict=True):
         pop = POPULATION if spec.startswith("journalist") else None
         for node in NODES:
@@ -453,3 +468,104 @@ def test_attack_reference_matches_arx(arx_suppressed: dict) -> None:
             assert ok is (bad == 0), (spec, node)
             if node != TOP:
                 assert suppressed == bad, (spec, node)
+
+
+def _attack(model: str, game: tuple) -> dict:
+    g, c, b, loss = game
+    return {
+        "model": model,
+        "attack": True,
+        "adversary_gain": g,
+        "adversary_cost": c,
+        "publisher_benefit": b,
+        "publisher_loss": loss,
+    }
+
+
+def test_attack_sqlanon_matches_arx(db: TestDB, arx_suppressed: dict) -> None:
+    """With attack (ARX's ProfitabilityProsecutor / ProfitabilityJournalist), on every node of
+    every game: sqlanon's verdict is ARX's (a solution without suppression), and its records in
+    classes that do not pay the publisher are the records ARX suppresses, on DuckDB and PostgreSQL."""
+    name = _load(db, SAMPLE)
+    pop = _load(db, POPULATION)
+    for spec, game in zip(ARX_ATTACK, ATTACK_GAMES * 2, strict=True):
+        model = spec.split("-")[0]
+        pol = parse_policy(_policy(name, _attack(model, game), population=pop))
+        label = pol.privacy.profitability.label
+        with session(db.url) as be:
+            plan = prepare(be, pol)
+            for node in NODES:
+                exprs = node_exprs(plan, node)
+                a = assess(be, pol, qi_exprs=exprs, population_exprs=exprs)
+                suppressed, ok = arx_suppressed[(spec, node)]
+                assert a["satisfied"][label] is ok, (spec, node)
+                assert a["satisfied"]["all"] is ok, (spec, node)
+                if node != TOP:
+                    assert a["violations"][label] == suppressed, (spec, node)
+
+
+@pytest.mark.parametrize("model", ["prosecutor", "journalist"])
+def test_attack_search_and_publish(db: TestDB, tmp_path: Path, model: str) -> None:
+    """anonymise with attack: the chosen node is one the reference accepts, with every node below
+    it failing (the metric prefers them: they were tried and rejected), and the published
+    release's re-verification holds."""
+    game = (40, 2, 20, 300)
+    name = _load(db, SAMPLE)
+    pop = _load(db, POPULATION) if model == "journalist" else None
+    rows = POPULATION if pop else None
+    pol = _policy(name, _attack(model, game), population=pop)
+    pol["target"] = f"main.{name}_anon"
+    r = cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", db.url)
+    label = f"profitability ({model}, attack): publisher payout > 0 in every class"
+    assert r["published"]["satisfied"][label] is True
+    assert r["published"]["satisfied"]["all"] is True
+    node = (r["node"]["a"], r["node"]["b"])
+    assert bad_records_attack(SAMPLE, node, game, rows) == 0
+    below = [n for n in NODES if n != node and n[0] <= node[0] and n[1] <= node[1]]
+    assert below and all(bad_records_attack(SAMPLE, n, game, rows) for n in below)
+    assert r["optimum"]["risk_checked"] >= 2  # candidates' releases were measured and rejected
+    assert len(db.sql(f'SELECT "a" FROM "main"."{name}_anon"')) == len(SAMPLE)
+
+
+def test_attack_console_and_refusals(tmp_path: Path) -> None:
+    """The console's attack line and the figures it reads (the reference's records, ARX's IL for
+    the least payout); Mondrian refuses the game (a release-wide check); a quasi-identifier
+    without listed hierarchy rows is refused in one line, exit 2."""
+    import duckdb
+
+    db = tmp_path / "t.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE s (a VARCHAR, b INTEGER, s VARCHAR)")
+        con.executemany("INSERT INTO s VALUES (?, ?, ?)", SAMPLE)
+    url = f"duckdb:///{db}"
+    game = (10, 4, 100, 300)
+    pol = _policy("s", _attack("prosecutor", game))
+    code, out, err = cli("assess", str(write_policy(tmp_path, pol)), "--db", url)
+    assert code == 1, err
+    bad = bad_records_attack(SAMPLE, (0, 0), game)
+    assert bad == 16
+    text = " ".join(out.split())
+    assert "profitability (prosecutor, attack; benefit 100, loss 300, gain 10, cost 4): 16 record(s)" in text
+    fig = cli_json("assess", str(write_policy(tmp_path, pol)), "--db", url)["profitability"]
+    sizes = collections.Counter(_key(r, (0, 0)) for r in SAMPLE)
+    least = min(
+        100 * (1 - information_loss(c, (0, 0))) - (300 / n if 10 / n - 4 > 0 else 0) for c, n in sizes.items()
+    )
+    assert fig["publisher_payout_min"] == pytest.approx(least)
+    assert fig["unprofitable_records"] == 16 and fig["attack"] is True
+
+    mpol = {**pol, "search": {"algorithm": "mondrian"}, "target": "main.s_m"}
+    code, out, err = cli("anonymise", str(write_policy(tmp_path, mpol, "m.yaml")), "--db", url)
+    assert code == 2 and "privacy.profitability: a table-wide bound is not supported with mondrian" in err, (
+        err
+    )
+
+    for hierarchy, kind in ((None, "none"), ({"mask": "right", "levels": 1}, "mask")):
+        qpol = _policy("s", _attack("prosecutor", game))
+        if hierarchy is None:
+            del qpol["columns"]["b"]["hierarchy"]
+        else:
+            qpol["columns"]["a"]["hierarchy"] = hierarchy
+        code, out, err = cli("assess", str(write_policy(tmp_path, qpol, f"{kind}.yaml")), "--db", url)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "needs a map or file hierarchy on every quasi-identifier" in err and f"has {kind}" in err, err

@@ -24,11 +24,19 @@ from sqlanon.errors import SqlanonError
 from sqlanon.measure.columns import check_columns
 from sqlanon.measure.likeness import checked_attributes, likeness_checks, likeness_figures
 from sqlanon.measure.presence import presence_figures
+from sqlanon.measure.profitability_attack import attack_figures
 from sqlanon.measure.tcloseness_hier import freq_hier_context, hier_figure
 from sqlanon.policy import LRequirement, Policy, TRequirement
 from sqlanon.presence import presence_checks, resolve
 from sqlanon.profitability import profitability_assessment, profitability_checks
 from sqlanon.relation import Relation
+from sqlanon.risk_extra import (
+    attribute_risks,
+    grassberger_figures,
+    grassberger_violation,
+    l_rank_of,
+    sample_risks,
+)
 from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
 from sqlanon.uniqueness import uniqueness_risk
 
@@ -127,7 +135,8 @@ def _sort_key(policy: Policy, name: str, alias: Sql) -> Sql:
 
 def _l_rank(policy: Policy, attr: str) -> int:
     """The l used for the recursive tail: the policy's recursive l for ``attr``, else 2."""
-    return next((int(r.l) for r in policy.privacy.l if r.attribute == attr and r.kind == "recursive"), 2)
+    rank = next((int(r.l) for r in policy.privacy.l if r.attribute == attr and r.kind == "recursive"), 2)
+    return l_rank_of(rank, policy, attr)  # also carries whether Grassberger's estimate is asked
 
 
 def refuse_unsatisfiable_l(r: LRequirement, m: int) -> None:
@@ -151,6 +160,8 @@ def _l_violation(r: LRequirement, alias: str) -> exp.Expression:
         return exp.LT(this=_q(alias, "distinct_values"), expression=exp.Literal.number(int(r.l)))
     if r.kind == "entropy":
         bound = math.log2(r.l) - EPS
+        if r.estimator == "grassberger":  # sqlanon.risk_extra: ARX's estimate and its ceil(l) values
+            return grassberger_violation(_q(alias, "entropy_g"), _q(alias, "distinct_values"), r.l, bound)
         return exp.LT(this=_q(alias, "entropy"), expression=exp.Literal.number(repr(bound)))
     # recursive (c, l): violated unless r1 < c * tail
     return exp.GTE(
@@ -334,6 +345,7 @@ def assess_tables(
         if hier["hier"]:  # emd-hierarchical (sqlanon/measure/tcloseness_hier.py)
             t_close[name]["emd_hierarchical"] = hier_figure(be, stats)
         likeness[name] = likeness_figures(*lk, EPS)
+        l_div[name].update(grassberger_figures(be, policy, name, stats))  # sqlanon.risk_extra
         t_req = next((r for r in policy.privacy.t if r.attribute == name), None)
         h = float(h_w)
         tops = {}
@@ -394,6 +406,8 @@ def assess_tables(
         "marketer": n_classes / n_rows,
         "journalist": None,
         **uniqueness_risk(hist, policy.privacy.risk),  # sample and population uniqueness
+        **sample_risks(hist, policy.privacy.risk),  # ARX's lowest risk, records at risk (risk_extra)
+        "attributes": attribute_risks(be, ft),  # ARX's RiskModelAttributes (risk_extra)
     }
     if policy.population is not None:
         risk.update(_population_risk(be, policy, ft, population_exprs))
@@ -410,8 +424,10 @@ def assess_tables(
             continue  # class-local: checked with suppression above
         value = risk["prosecutor_avg" if kind == "average" else kind]
         satisfied[f"risk.{kind} <= {bound:g}"] = value is not None and value <= bound + EPS
-    prof = profitability_assessment(policy.privacy, k_min, _min_population(risk))
-    satisfied.update(prof.get("satisfied", {}))  # journalist: table-wide, as journalist risk
+    attack = attack_figures(be, policy, ft, population_exprs)  # Wan et al. with attack, per class
+    prof = profitability_assessment(policy.privacy, k_min, _min_population(risk), attack)
+    satisfied.update(prof.get("satisfied", {}))  # journalist, attack: table-wide, as journalist risk
+    violations.update(prof.get("violations", {}))
     if checks or policy.privacy.risk or prof or pres_ok:
         satisfied["all"] = all(satisfied.values()) and any_records <= allowed
 

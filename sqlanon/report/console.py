@@ -22,6 +22,7 @@ from rich.text import Text
 
 from sqlanon.presence import describe_presence
 from sqlanon.profitability import describe_profitability
+from sqlanon.risk_extra import describe_risks
 from sqlanon.sql import secrets
 
 #: The width of a console with no terminal: wide enough that nothing wraps (rich's default, 80
@@ -141,6 +142,8 @@ def print_assess(
             else ""
         )
     )
+    if describe_risks(r):  # ARX's sample risks, records at risk, QI subsets (sqlanon.risk_extra)
+        console.print(Text(describe_risks(r)))
     if a.get("profitability"):  # Wan et al. 2015 (issue 35): the game's threshold and payout
         console.print(Text(describe_profitability(a["profitability"])))
     if a.get("presence"):  # delta-presence and k-map against the population (issue 35)
@@ -155,6 +158,7 @@ def print_assess(
         rows = [
             ("l distinct", lambda s: a["l_diversity"][s]["distinct"]),
             ("l entropy (2^min H)", lambda s: a["l_diversity"][s]["entropy"]),
+            ("l entropy, Grassberger", lambda s: a["l_diversity"][s].get("entropy_grassberger")),
             (
                 "recursive c_min (l)",
                 lambda s: (

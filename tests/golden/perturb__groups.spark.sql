@@ -1,0 +1,1 @@
+SELECT MIN(s.c) AS smallest, MAX(s.c) AS largest, COUNT(*) AS groups FROM (SELECT `__sqlanon_p_aux2` AS g, COUNT(*) AS c FROM `sqlanon_perturbed_00000000_0` WHERE NOT `__sqlanon_p_aux2` IS NULL GROUP BY `__sqlanon_p_aux2`) AS s

@@ -1,0 +1,1 @@
+WITH g AS (SELECT GROUPING(`q_0`) * 1 + GROUPING(`q_1`) * 2 AS mask, SUM(n) AS n FROM `sqlanon_cls_00000000_1` GROUP BY GROUPING SETS ((`q_0`), (`q_1`), (`q_0`, `q_1`))) SELECT mask, COUNT(*) AS n_classes, SUM(n) AS n_rows, SUM(CAST(n AS DOUBLE) * n) AS sq FROM g GROUP BY mask
