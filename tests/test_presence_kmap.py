@@ -31,7 +31,7 @@ from sqlanon.measure.assessment import assess
 from sqlanon.metrics.optimum import node_exprs, walk
 from sqlanon.policy import parse_policy
 from sqlanon.presence import derive_k
-from tests.conftest import ENGINES_SPARK, ROOT, TestDB
+from tests.conftest import ENGINES, ROOT, TestDB
 from tests.helpers import cli, write_policy
 
 COUNTER = itertools.count()
@@ -185,7 +185,7 @@ def test_bad_keys_are_one_line_exit_2(tmp_path: Path, privacy: dict, population:
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("db", ENGINES_SPARK, indirect=True)
+@pytest.mark.parametrize("db", ENGINES, indirect=True)  # Spark: tests/test_spark.py
 def test_assess_figures_on_every_engine(db: TestDB) -> None:
     sample, pop = TABLES[2]
     src, pname = _load(db, sample, pop)

@@ -32,7 +32,7 @@ from sqlanon.measure.assessment import assess
 from sqlanon.metrics.optimum import node_exprs
 from sqlanon.policy import parse_policy
 from sqlanon.profitability import Profitability
-from tests.conftest import ENGINES_SPARK, ROOT, TestDB
+from tests.conftest import ENGINES, ROOT, TestDB
 from tests.helpers import cli, cli_json, write_policy
 
 COUNTER = itertools.count()
@@ -258,7 +258,7 @@ def test_bad_keys_are_one_line_exit_2(tmp_path: Path, prof: Any, message: str) -
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("db", ENGINES_SPARK, indirect=True)
+@pytest.mark.parametrize("db", ENGINES, indirect=True)  # Spark: tests/test_spark.py
 def test_assess_on_every_engine(db: TestDB) -> None:
     """The same verdict and records on DuckDB, PostgreSQL and Spark, each the reference's (with
     and without attack)."""

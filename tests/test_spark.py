@@ -28,7 +28,20 @@ from sqlanon.lattice import Evaluator, algorithms, evaluator, prepare
 from sqlanon.policy import load_policy, parse_policy
 from sqlanon.sql.compile import template_names
 from sqlanon.transform.examples import release_labels
-from tests.conftest import ADULT_COLUMNS, ADULT_DIR, PATIENT_TYPES, ROOT, TestDB, _make_db, patients_rows
+from tests import test_presence_kmap as presence_kmap
+from tests import test_profitability as profitability
+from tests import test_safepub as safepub
+from tests import test_tcloseness_hier as tcloseness_hier
+from tests.conftest import (
+    ADULT_COLUMNS,
+    ADULT_DIR,
+    PATIENT_TYPES,
+    ROOT,
+    TEST_PERTURB_KEY,
+    TestDB,
+    _make_db,
+    patients_rows,
+)
 from tests.helpers import cli, cli_json, same, write_policy
 from tests.test_assess_adult import adult_frame, adult_rows
 
@@ -371,6 +384,24 @@ def test_perturbation_gives_duckdbs_rows(pair: dict, tmp_path: Path) -> None:
     same(a, b)
     by_id = 'SELECT * FROM "main"."wide_anon" ORDER BY "id"'
     same([list(r) for r in pair["spark"].sql(by_id)], [list(r) for r in pair["duckdb"].sql(by_id)])
+
+
+def test_issue_35_models_on_spark(pair: dict, tmp_path: Path) -> None:
+    """Hierarchical t-closeness, delta-presence and k-map, profitability with attack and SafePub's
+    keyed sample on Spark: each model's own test, run here on the Spark session (so that its templates
+    count as executed on Spark), against the same references from the definitions as on DuckDB and
+    PostgreSQL."""
+    spark = pair["spark"]
+    tcloseness_hier.test_assess_figure_on_every_engine(spark)
+    presence_kmap.test_assess_figures_on_every_engine(spark)
+    profitability.test_assess_on_every_engine(spark)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SQLANON_PERTURB_KEY", TEST_PERTURB_KEY)
+    try:
+        spark.load("t", ["id", "a", "b", "s"], safepub._rows(), ["BIGINT", "VARCHAR", "BIGINT", "VARCHAR"])
+        safepub.test_release_is_the_keyed_sample_with_no_class_below_k(spark, tmp_path)
+    finally:
+        mp.undo()
 
 
 def test_every_template_ran_on_spark() -> None:

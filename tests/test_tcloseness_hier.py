@@ -29,7 +29,7 @@ from sqlanon.errors import PolicyError
 from sqlanon.lattice import prepare, run_search
 from sqlanon.measure.assessment import assess
 from sqlanon.policy import parse_policy
-from tests.conftest import ADULT_DIR, ENGINES_SPARK, ROOT, TestDB, read_adult
+from tests.conftest import ADULT_DIR, ENGINES, ROOT, TestDB, read_adult
 from tests.helpers import cli, write_policy
 
 COUNTER = itertools.count()
@@ -196,7 +196,7 @@ def test_null_is_a_value_with_its_own_labels(db: TestDB) -> None:
     assert a["t_closeness"]["s"]["emd_hierarchical"] == pytest.approx(float(worst), abs=1e-9)
 
 
-@pytest.mark.parametrize("db", ENGINES_SPARK, indirect=True)
+@pytest.mark.parametrize("db", ENGINES, indirect=True)  # Spark: tests/test_spark.py
 def test_assess_figure_on_every_engine(db: TestDB) -> None:
     rows = TABLES[1]
     pol = parse_policy(_policy(_load(db, rows), 0.2))
