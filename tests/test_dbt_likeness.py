@@ -6,7 +6,8 @@ real ``dbt build`` per engine (DuckDB, PostgreSQL) then shows that each test pas
 (which meets the policy) and fails on the raw table (which does not), on exactly the classes (count
 and records) ``assess`` reports for that requirement. The thresholds are chosen on the table below
 so that every raw test fails on some classes, and so that Grassberger's verdict differs from
-Shannon's (a Shannon test in its place fails on other classes).
+Shannon's (a Shannon test in its place fails on other classes). Bad arguments stop their test
+with one line naming the test and the argument.
 """
 
 from __future__ import annotations
@@ -45,6 +46,26 @@ RAW: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {"beta_likeness": {"s": PRIVACY["beta_likeness"]["s"]}},
     ),
     ("sqlanon_beta_likeness", {"sensitive": "s2", "beta": 0.8}, {"beta_likeness": {"s2": {"beta": 0.8}}}),
+]
+
+
+#: Bad arguments and the message dbt stops each test with.
+BAD: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "sqlanon_beta_likeness",
+        {"sensitive": "s", "beta": 1.0, "kind": "extreme"},
+        "sqlanon_beta_likeness: kind: expected one of basic, enhanced, got extreme",
+    ),
+    (
+        "sqlanon_delta_disclosure",
+        {"sensitive": "s", "delta": 0},
+        "sqlanon_delta_disclosure: delta: expected a number above 0, got 0",
+    ),
+    (
+        "sqlanon_l_diversity",
+        {"sensitive": "s", "l": 2, "estimator": "grassberger"},
+        "sqlanon_l_diversity: estimator: grassberger needs kind entropy, got distinct",
+    ),
 ]
 
 
@@ -116,9 +137,18 @@ def built(mdb: TestDB, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
         {f"sqlanon.{name}": {"arguments": {"quasi_identifiers": QIS, **args}, "config": {"severity": "warn"}}}
         for name, args, _ in RAW
     ]
+    bad = [  # bad arguments: a compile error naming the test and the argument
+        {f"sqlanon.{name}": {"arguments": {"quasi_identifiers": QIS, **args}, "config": {"severity": "warn"}}}
+        for name, args, _ in BAD
+    ]
+    # The same table as a second source for the bad tests: an error in a source's test skips the
+    # models that read the source, and lk_anon reads main.lk.
     doc = {
         "version": 2,
-        "sources": [{"name": "main", "schema": "main", "tables": [{"name": "lk", "data_tests": raw}]}],
+        "sources": [
+            {"name": "main", "schema": "main", "tables": [{"name": "lk", "data_tests": raw}]},
+            {"name": "bad", "schema": "main", "tables": [{"name": "lk", "data_tests": bad}]},
+        ],
     }
     (project / "models" / "raw.yml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     # A node at which some classes break the policy (the search's own node keeps every row): the
@@ -209,3 +239,13 @@ def test_the_raw_table_fails_each_test_on_the_classes_assess_reports(built: dict
     shannon = _assess(db, {"l": {"s": {"kind": "entropy", "l": 3.5}}})
     grassberger = _assess(db, {"l": PRIVACY["l"]})
     assert shannon["classes_violating_any"] != grassberger["classes_violating_any"]
+
+
+def test_bad_arguments_stop_their_test_with_one_line(built: dict[str, Any]) -> None:
+    errors = [
+        r for uid, r in built["results"].items() if uid.startswith("test.") and str(r.status) == "error"
+    ]
+    messages = sorted(str(r.message) for r in errors)
+    assert len(errors) == len(BAD), messages
+    for _, _, expected in BAD:
+        assert any(expected in m for m in messages), (expected, messages)
