@@ -63,6 +63,18 @@ VARIANTS: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         },
         {"t": {"s": {"measure": "emd-hierarchical", "t": 0.1}}},
     ),
+    (  # issue 35: ARX's Grassberger estimate (3 classes fail here; Shannon's entropy l fails 6)
+        "sqlanon_l_diversity",
+        {"sensitive": "s", "l": 3.6, "kind": "entropy", "estimator": "grassberger"},
+        {"l": {"s": {"kind": "entropy", "l": 3.6, "estimator": "grassberger"}}},
+    ),
+    ("sqlanon_delta_disclosure", {"sensitive": "s", "delta": 1.2}, {"delta_disclosure": {"s": 1.2}}),
+    ("sqlanon_beta_likeness", {"sensitive": "s", "beta": 1.0}, {"beta_likeness": {"s": {"beta": 1.0}}}),
+    (
+        "sqlanon_beta_likeness",
+        {"sensitive": "s", "beta": 0.8, "kind": "enhanced"},
+        {"beta_likeness": {"s": {"beta": 0.8, "kind": "enhanced"}}},
+    ),
     ("sqlanon_max_risk", {"max": 0.06}, {"risk": {"prosecutor": 0.06}}),
     ("sqlanon_max_risk", {"max": 0.05, "kind": "average"}, {"risk": {"average": 0.05}}),
 ]

@@ -11,14 +11,18 @@
 {{ return(adapter.dispatch('test_sqlanon_k_anonymity', 'sqlanon')(model, quasi_identifiers, k)) }}
 {% endtest %}
 
-{% test sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind='distinct', c=none) %}
+{% test sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind='distinct', c=none, estimator='shannon') %}
 {{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_l_diversity', quasi_identifiers, sensitive) }}
 {{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_l_diversity', 'kind', kind, ['distinct', 'entropy', 'recursive']) }}
 {{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_l_diversity', 'l', l, 1, integer=(kind != 'entropy')) }}
 {% if kind == 'recursive' %}
 {{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_l_diversity', 'c', c, 0, exclusive=true) }}
 {% endif %}
-{{ return(adapter.dispatch('test_sqlanon_l_diversity', 'sqlanon')(model, quasi_identifiers, sensitive, l, kind, c)) }}
+{{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_l_diversity', 'estimator', estimator, ['shannon', 'grassberger']) }}
+{% if estimator != 'shannon' and kind != 'entropy' %}
+{{ exceptions.raise_compiler_error('sqlanon_l_diversity: estimator: ' ~ estimator ~ ' needs kind entropy, got ' ~ kind) }}
+{% endif %}
+{{ return(adapter.dispatch('test_sqlanon_l_diversity', 'sqlanon')(model, quasi_identifiers, sensitive, l, kind, c, estimator)) }}
 {% endtest %}
 
 {% test sqlanon_t_closeness(model, quasi_identifiers, sensitive, t, measure='emd-equal', order=none, reference=none, hierarchy=none) %}
@@ -41,10 +45,28 @@
 {{ return(adapter.dispatch('test_sqlanon_max_risk', 'sqlanon')(model, quasi_identifiers, max, kind)) }}
 {% endtest %}
 
+{#- Delta-disclosure privacy (Brickell and Shmatikov 2008; ARX's DDisclosurePrivacy): every value
+    present in a class has |log2(q/p)| < delta, p its share in the reference (default the model). -#}
+{% test sqlanon_delta_disclosure(model, quasi_identifiers, sensitive, delta, reference=none) %}
+{{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_delta_disclosure', quasi_identifiers, sensitive) }}
+{{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_delta_disclosure', 'delta', delta, 0, exclusive=true) }}
+{{ return(adapter.dispatch('test_sqlanon_delta_disclosure', 'sqlanon')(model, quasi_identifiers, sensitive, delta, reference)) }}
+{% endtest %}
+
+{#- Beta-likeness (Cao and Karras 2012; ARX's BasicBLikeness, EnhancedBLikeness): every value present
+    in a class has (q - p)/p <= beta (basic), or <= min(beta, -ln p) (enhanced). -#}
+{% test sqlanon_beta_likeness(model, quasi_identifiers, sensitive, beta, kind='basic', reference=none) %}
+{{ adapter.dispatch('sqlanon_check_columns', 'sqlanon')('sqlanon_beta_likeness', quasi_identifiers, sensitive) }}
+{{ adapter.dispatch('sqlanon_check_choice', 'sqlanon')('sqlanon_beta_likeness', 'kind', kind, ['basic', 'enhanced']) }}
+{{ adapter.dispatch('sqlanon_check_number', 'sqlanon')('sqlanon_beta_likeness', 'beta', beta, 0, exclusive=true) }}
+{{ return(adapter.dispatch('test_sqlanon_beta_likeness', 'sqlanon')(model, quasi_identifiers, sensitive, beta, kind, reference)) }}
+{% endtest %}
+
 {#- Column names: a non-empty list of quasi-identifiers, a sensitive attribute apart from them, and
     none named like the figures the tests return or sqlanon's internal aliases. -#}
 {% macro default__sqlanon_check_columns(test, quasi_identifiers, sensitive) %}
-{%- set reserved = ['class_size', 'distinct_values', 'entropy', 'r1', 'tail', 'distance', 'risk'] -%}
+{%- set reserved = ['class_size', 'distinct_values', 'entropy', 'entropy_g', 'r1', 'tail', 'distance', 'risk',
+                     'dd', 'bl', 'ble'] -%}
 {%- if quasi_identifiers is string or quasi_identifiers is not iterable or quasi_identifiers | length == 0 -%}
 {{ exceptions.raise_compiler_error(test ~ ': quasi_identifiers: expected a non-empty list of column names, got ' ~ quasi_identifiers) }}
 {%- endif -%}

@@ -162,7 +162,7 @@ WHERE
   c.n < {{ k }}
 {% endmacro %}
 
-{% macro default__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c) %}
+{% macro default__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c, estimator) %}
 {% set sqlanon_l_rank = l if kind == 'recursive' else 2 %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
 {% if kind == 'distinct' %}
@@ -288,6 +288,403 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.distinct_values < {{ l }}
+{% elif kind == 'entropy' and estimator == 'grassberger' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), a0_dom AS (
+  SELECT
+    sid_0 AS sid,
+    CAST(SUM(cnt) AS DOUBLE PRECISION) / SUM(SUM(cnt)) OVER () AS p
+  FROM "sqlanon_freq"
+  GROUP BY
+    sid_0
+), a0_fs AS (
+  SELECT
+    cid,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    sid_0
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
+    SUM(
+      c * (
+        CASE
+          WHEN c <= 100
+          THEN CASE c - c % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
+          END
+          ELSE LN(CAST((
+            c - c % 2
+          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
+            (
+              c - c % 2
+            ) * (
+              c - c % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
+              (
+                c - c % 2
+              ) * (
+                c - c % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
+                (
+                  c - c % 2
+                ) * (
+                  c - c % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      )
+    ) AS gsum
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    CAST((
+      (
+        CASE
+          WHEN pc.n <= 100
+          THEN CASE pc.n - pc.n % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
+          END
+          ELSE LN(CAST((
+            pc.n - pc.n % 2
+          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
+            (
+              pc.n - pc.n % 2
+            ) * (
+              pc.n - pc.n % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
+              (
+                pc.n - pc.n % 2
+              ) * (
+                pc.n - pc.n % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
+                (
+                  pc.n - pc.n % 2
+                ) * (
+                  pc.n - pc.n % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      ) - CAST(pc.gsum AS DOUBLE PRECISION) / pc.n
+    ) AS DOUBLE PRECISION) / LN(2) AS entropy_g
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.distinct_values,
+  s.entropy,
+  s.r1,
+  s.tail,
+  s.entropy_g
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.entropy_g < CAST(LN(CAST({{ l }} AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2) - 1e-09
+  OR s.distinct_values < CEIL({{ l }})
 {% elif kind == 'entropy' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -537,7 +934,7 @@ WHERE
 {% endif %}
 {% endmacro %}
 
-{% macro duckdb__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c) %}
+{% macro duckdb__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c, estimator) %}
 {% set sqlanon_l_rank = l if kind == 'recursive' else 2 %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
 {% if kind == 'distinct' %}
@@ -649,6 +1046,389 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.distinct_values < {{ l }}
+{% elif kind == 'entropy' and estimator == 'grassberger' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), a0_dom AS (
+  SELECT
+    sid_0 AS sid,
+    CAST(SUM(cnt) AS DOUBLE) / SUM(SUM(cnt)) OVER () AS p
+  FROM "sqlanon_freq"
+  GROUP BY
+    sid_0
+), a0_fs AS (
+  SELECT
+    cid,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    sid_0
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
+    SUM(
+      c * (
+        CASE
+          WHEN c <= 100
+          THEN CASE c - c % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS DOUBLE)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS DOUBLE)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS DOUBLE)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS DOUBLE)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS DOUBLE)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS DOUBLE)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS DOUBLE)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS DOUBLE)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS DOUBLE)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS DOUBLE)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS DOUBLE)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS DOUBLE)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS DOUBLE)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS DOUBLE)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS DOUBLE)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS DOUBLE)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS DOUBLE)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS DOUBLE)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS DOUBLE)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS DOUBLE)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS DOUBLE)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS DOUBLE)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS DOUBLE)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS DOUBLE)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS DOUBLE)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS DOUBLE)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS DOUBLE)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS DOUBLE)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS DOUBLE)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS DOUBLE)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS DOUBLE)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS DOUBLE)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS DOUBLE)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS DOUBLE)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS DOUBLE)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS DOUBLE)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS DOUBLE)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS DOUBLE)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS DOUBLE)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS DOUBLE)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS DOUBLE)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS DOUBLE)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS DOUBLE)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS DOUBLE)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS DOUBLE)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS DOUBLE)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS DOUBLE)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS DOUBLE)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS DOUBLE)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS DOUBLE)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS DOUBLE)
+          END
+          ELSE LN(CAST((
+            c - c % 2
+          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
+            (
+              c - c % 2
+            ) * (
+              c - c % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS DOUBLE) / (
+              (
+                c - c % 2
+              ) * (
+                c - c % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS DOUBLE) / (
+                (
+                  c - c % 2
+                ) * (
+                  c - c % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      )
+    ) AS gsum
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    (
+      (
+        CASE
+          WHEN pc.n <= 100
+          THEN CASE pc.n - pc.n % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS DOUBLE)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS DOUBLE)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS DOUBLE)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS DOUBLE)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS DOUBLE)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS DOUBLE)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS DOUBLE)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS DOUBLE)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS DOUBLE)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS DOUBLE)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS DOUBLE)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS DOUBLE)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS DOUBLE)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS DOUBLE)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS DOUBLE)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS DOUBLE)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS DOUBLE)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS DOUBLE)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS DOUBLE)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS DOUBLE)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS DOUBLE)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS DOUBLE)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS DOUBLE)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS DOUBLE)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS DOUBLE)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS DOUBLE)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS DOUBLE)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS DOUBLE)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS DOUBLE)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS DOUBLE)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS DOUBLE)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS DOUBLE)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS DOUBLE)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS DOUBLE)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS DOUBLE)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS DOUBLE)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS DOUBLE)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS DOUBLE)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS DOUBLE)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS DOUBLE)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS DOUBLE)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS DOUBLE)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS DOUBLE)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS DOUBLE)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS DOUBLE)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS DOUBLE)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS DOUBLE)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS DOUBLE)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS DOUBLE)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS DOUBLE)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS DOUBLE)
+          END
+          ELSE LN(CAST((
+            pc.n - pc.n % 2
+          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
+            (
+              pc.n - pc.n % 2
+            ) * (
+              pc.n - pc.n % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS DOUBLE) / (
+              (
+                pc.n - pc.n % 2
+              ) * (
+                pc.n - pc.n % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS DOUBLE) / (
+                (
+                  pc.n - pc.n % 2
+                ) * (
+                  pc.n - pc.n % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      ) - CAST(pc.gsum AS DOUBLE) / pc.n
+    ) / LN(2) AS entropy_g
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.distinct_values,
+  s.entropy,
+  s.r1,
+  s.tail,
+  s.entropy_g
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.entropy_g < LN(CAST({{ l }} AS DOUBLE)) / LN(2) - 1e-09
+  OR s.distinct_values < CEIL({{ l }})
 {% elif kind == 'entropy' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -870,7 +1650,7 @@ WHERE
 {% endif %}
 {% endmacro %}
 
-{% macro postgres__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c) %}
+{% macro postgres__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c, estimator) %}
 {% set sqlanon_l_rank = l if kind == 'recursive' else 2 %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
 {% if kind == 'distinct' %}
@@ -996,6 +1776,403 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.distinct_values < {{ l }}
+{% elif kind == 'entropy' and estimator == 'grassberger' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), a0_dom AS (
+  SELECT
+    sid_0 AS sid,
+    CAST(SUM(cnt) AS DOUBLE PRECISION) / SUM(SUM(cnt)) OVER () AS p
+  FROM "sqlanon_freq"
+  GROUP BY
+    sid_0
+), a0_fs AS (
+  SELECT
+    cid,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    sid_0
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
+    SUM(
+      c * (
+        CASE
+          WHEN c <= 100
+          THEN CASE c - c % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
+          END
+          ELSE LN(CAST((
+            c - c % 2
+          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
+            (
+              c - c % 2
+            ) * (
+              c - c % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
+              (
+                c - c % 2
+              ) * (
+                c - c % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
+                (
+                  c - c % 2
+                ) * (
+                  c - c % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      )
+    ) AS gsum
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    CAST((
+      (
+        CASE
+          WHEN pc.n <= 100
+          THEN CASE pc.n - pc.n % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
+          END
+          ELSE LN(CAST((
+            pc.n - pc.n % 2
+          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
+            (
+              pc.n - pc.n % 2
+            ) * (
+              pc.n - pc.n % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
+              (
+                pc.n - pc.n % 2
+              ) * (
+                pc.n - pc.n % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
+                (
+                  pc.n - pc.n % 2
+                ) * (
+                  pc.n - pc.n % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      ) - CAST(pc.gsum AS DOUBLE PRECISION) / pc.n
+    ) AS DOUBLE PRECISION) / LN(2) AS entropy_g
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.distinct_values,
+  s.entropy,
+  s.r1,
+  s.tail,
+  s.entropy_g
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.entropy_g < CAST(LN(CAST({{ l }} AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2) - 1e-09
+  OR s.distinct_values < CEIL({{ l }})
 {% elif kind == 'entropy' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -1245,7 +2422,7 @@ WHERE
 {% endif %}
 {% endmacro %}
 
-{% macro spark__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c) %}
+{% macro spark__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c, estimator) %}
 {% set sqlanon_l_rank = l if kind == 'recursive' else 2 %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
 {% if kind == 'distinct' %}
@@ -1357,6 +2534,389 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.distinct_values < {{ l }}
+{% elif kind == 'entropy' and estimator == 'grassberger' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM `sqlanon_freq`
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), a0_dom AS (
+  SELECT
+    sid_0 AS sid,
+    CAST(SUM(cnt) AS DOUBLE) / SUM(SUM(cnt)) OVER () AS p
+  FROM `sqlanon_freq`
+  GROUP BY
+    sid_0
+), a0_fs AS (
+  SELECT
+    cid,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM `sqlanon_freq`
+  GROUP BY
+    cid,
+    sid_0
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    CAST(0.5 AS DOUBLE) * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
+    SUM(
+      c * (
+        CASE
+          WHEN c <= 100
+          THEN CASE c - c % 2
+            WHEN 0
+            THEN CAST(-CAST(1.2703628454614782 AS DOUBLE) AS DOUBLE)
+            WHEN 2
+            THEN CAST(CAST(0.7296371545385218 AS DOUBLE) AS DOUBLE)
+            WHEN 4
+            THEN CAST(CAST(1.3963038212051886 AS DOUBLE) AS DOUBLE)
+            WHEN 6
+            THEN CAST(CAST(1.7963038212051885 AS DOUBLE) AS DOUBLE)
+            WHEN 8
+            THEN CAST(CAST(2.0820181069194743 AS DOUBLE) AS DOUBLE)
+            WHEN 10
+            THEN CAST(CAST(2.3042403291416966 AS DOUBLE) AS DOUBLE)
+            WHEN 12
+            THEN CAST(CAST(2.4860585109598783 AS DOUBLE) AS DOUBLE)
+            WHEN 14
+            THEN CAST(CAST(2.639904664806032 AS DOUBLE) AS DOUBLE)
+            WHEN 16
+            THEN CAST(CAST(2.7732379981393653 AS DOUBLE) AS DOUBLE)
+            WHEN 18
+            THEN CAST(CAST(2.8908850569628948 AS DOUBLE) AS DOUBLE)
+            WHEN 20
+            THEN CAST(CAST(2.9961482148576315 AS DOUBLE) AS DOUBLE)
+            WHEN 22
+            THEN CAST(CAST(3.091386310095727 AS DOUBLE) AS DOUBLE)
+            WHEN 24
+            THEN CAST(CAST(3.178342831834857 AS DOUBLE) AS DOUBLE)
+            WHEN 26
+            THEN CAST(CAST(3.2583428318348573 AS DOUBLE) AS DOUBLE)
+            WHEN 28
+            THEN CAST(CAST(3.3324169059089312 AS DOUBLE) AS DOUBLE)
+            WHEN 30
+            THEN CAST(CAST(3.4013824231503107 AS DOUBLE) AS DOUBLE)
+            WHEN 32
+            THEN CAST(CAST(3.4658985521825687 AS DOUBLE) AS DOUBLE)
+            WHEN 34
+            THEN CAST(CAST(3.5265046127886293 AS DOUBLE) AS DOUBLE)
+            WHEN 36
+            THEN CAST(CAST(3.5836474699314866 AS DOUBLE) AS DOUBLE)
+            WHEN 38
+            THEN CAST(CAST(3.6377015239855406 AS DOUBLE) AS DOUBLE)
+            WHEN 40
+            THEN CAST(CAST(3.6889835752675917 AS DOUBLE) AS DOUBLE)
+            WHEN 42
+            THEN CAST(CAST(3.7377640630724698 AS DOUBLE) AS DOUBLE)
+            WHEN 44
+            THEN CAST(CAST(3.7842756909794466 AS DOUBLE) AS DOUBLE)
+            WHEN 46
+            THEN CAST(CAST(3.8287201354238913 AS DOUBLE) AS DOUBLE)
+            WHEN 48
+            THEN CAST(CAST(3.871273326913253 AS DOUBLE) AS DOUBLE)
+            WHEN 50
+            THEN CAST(CAST(3.912089653443865 AS DOUBLE) AS DOUBLE)
+            WHEN 52
+            THEN CAST(CAST(3.951305339718375 AS DOUBLE) AS DOUBLE)
+            WHEN 54
+            THEN CAST(CAST(3.9890411887749786 AS DOUBLE) AS DOUBLE)
+            WHEN 56
+            THEN CAST(CAST(4.025404825138615 AS DOUBLE) AS DOUBLE)
+            WHEN 58
+            THEN CAST(CAST(4.060492544436861 AS DOUBLE) AS DOUBLE)
+            WHEN 60
+            THEN CAST(CAST(4.094390849521607 AS DOUBLE) AS DOUBLE)
+            WHEN 62
+            THEN CAST(CAST(4.127177734767508 AS DOUBLE) AS DOUBLE)
+            WHEN 64
+            THEN CAST(CAST(4.1589237665135395 AS DOUBLE) AS DOUBLE)
+            WHEN 66
+            THEN CAST(CAST(4.18969299728277 AS DOUBLE) AS DOUBLE)
+            WHEN 68
+            THEN CAST(CAST(4.219543743551427 AS DOUBLE) AS DOUBLE)
+            WHEN 70
+            THEN CAST(CAST(4.248529250797804 AS DOUBLE) AS DOUBLE)
+            WHEN 72
+            THEN CAST(CAST(4.276698264882311 AS DOUBLE) AS DOUBLE)
+            WHEN 74
+            THEN CAST(CAST(4.304095525156284 AS DOUBLE) AS DOUBLE)
+            WHEN 76
+            THEN CAST(CAST(4.33076219182295 AS DOUBLE) AS DOUBLE)
+            WHEN 78
+            THEN CAST(CAST(4.356736217796977 AS DOUBLE) AS DOUBLE)
+            WHEN 80
+            THEN CAST(CAST(4.382052673493179 AS DOUBLE) AS DOUBLE)
+            WHEN 82
+            THEN CAST(CAST(4.40674403151787 AS DOUBLE) AS DOUBLE)
+            WHEN 84
+            THEN CAST(CAST(4.430840417060039 AS DOUBLE) AS DOUBLE)
+            WHEN 86
+            THEN CAST(CAST(4.454369828824745 AS DOUBLE) AS DOUBLE)
+            WHEN 88
+            THEN CAST(CAST(4.477358334571871 AS DOUBLE) AS DOUBLE)
+            WHEN 90
+            THEN CAST(CAST(4.49983024468423 AS DOUBLE) AS DOUBLE)
+            WHEN 92
+            THEN CAST(CAST(4.521808266662253 AS DOUBLE) AS DOUBLE)
+            WHEN 94
+            THEN CAST(CAST(4.543313643006339 AS DOUBLE) AS DOUBLE)
+            WHEN 96
+            THEN CAST(CAST(4.564366274585286 AS DOUBLE) AS DOUBLE)
+            WHEN 98
+            THEN CAST(CAST(4.5849848312863175 AS DOUBLE) AS DOUBLE)
+            WHEN 100
+            THEN CAST(CAST(4.605186851488337 AS DOUBLE) AS DOUBLE)
+          END
+          ELSE LN(CAST((
+            c - c % 2
+          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
+            (
+              c - c % 2
+            ) * (
+              c - c % 2
+            )
+          ) * (
+            CAST(0.041666666666666664 AS DOUBLE) - CAST(4 AS DOUBLE) / (
+              (
+                c - c % 2
+              ) * (
+                c - c % 2
+              )
+            ) * (
+              CAST(0.007291666666666667 AS DOUBLE) - CAST(4 AS DOUBLE) / (
+                (
+                  c - c % 2
+                ) * (
+                  c - c % 2
+                )
+              ) * CAST(0.0038442460317460315 AS DOUBLE)
+            )
+          )
+        END
+      )
+    ) AS gsum
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    (
+      (
+        CASE
+          WHEN pc.n <= 100
+          THEN CASE pc.n - pc.n % 2
+            WHEN 0
+            THEN CAST(-CAST(1.2703628454614782 AS DOUBLE) AS DOUBLE)
+            WHEN 2
+            THEN CAST(CAST(0.7296371545385218 AS DOUBLE) AS DOUBLE)
+            WHEN 4
+            THEN CAST(CAST(1.3963038212051886 AS DOUBLE) AS DOUBLE)
+            WHEN 6
+            THEN CAST(CAST(1.7963038212051885 AS DOUBLE) AS DOUBLE)
+            WHEN 8
+            THEN CAST(CAST(2.0820181069194743 AS DOUBLE) AS DOUBLE)
+            WHEN 10
+            THEN CAST(CAST(2.3042403291416966 AS DOUBLE) AS DOUBLE)
+            WHEN 12
+            THEN CAST(CAST(2.4860585109598783 AS DOUBLE) AS DOUBLE)
+            WHEN 14
+            THEN CAST(CAST(2.639904664806032 AS DOUBLE) AS DOUBLE)
+            WHEN 16
+            THEN CAST(CAST(2.7732379981393653 AS DOUBLE) AS DOUBLE)
+            WHEN 18
+            THEN CAST(CAST(2.8908850569628948 AS DOUBLE) AS DOUBLE)
+            WHEN 20
+            THEN CAST(CAST(2.9961482148576315 AS DOUBLE) AS DOUBLE)
+            WHEN 22
+            THEN CAST(CAST(3.091386310095727 AS DOUBLE) AS DOUBLE)
+            WHEN 24
+            THEN CAST(CAST(3.178342831834857 AS DOUBLE) AS DOUBLE)
+            WHEN 26
+            THEN CAST(CAST(3.2583428318348573 AS DOUBLE) AS DOUBLE)
+            WHEN 28
+            THEN CAST(CAST(3.3324169059089312 AS DOUBLE) AS DOUBLE)
+            WHEN 30
+            THEN CAST(CAST(3.4013824231503107 AS DOUBLE) AS DOUBLE)
+            WHEN 32
+            THEN CAST(CAST(3.4658985521825687 AS DOUBLE) AS DOUBLE)
+            WHEN 34
+            THEN CAST(CAST(3.5265046127886293 AS DOUBLE) AS DOUBLE)
+            WHEN 36
+            THEN CAST(CAST(3.5836474699314866 AS DOUBLE) AS DOUBLE)
+            WHEN 38
+            THEN CAST(CAST(3.6377015239855406 AS DOUBLE) AS DOUBLE)
+            WHEN 40
+            THEN CAST(CAST(3.6889835752675917 AS DOUBLE) AS DOUBLE)
+            WHEN 42
+            THEN CAST(CAST(3.7377640630724698 AS DOUBLE) AS DOUBLE)
+            WHEN 44
+            THEN CAST(CAST(3.7842756909794466 AS DOUBLE) AS DOUBLE)
+            WHEN 46
+            THEN CAST(CAST(3.8287201354238913 AS DOUBLE) AS DOUBLE)
+            WHEN 48
+            THEN CAST(CAST(3.871273326913253 AS DOUBLE) AS DOUBLE)
+            WHEN 50
+            THEN CAST(CAST(3.912089653443865 AS DOUBLE) AS DOUBLE)
+            WHEN 52
+            THEN CAST(CAST(3.951305339718375 AS DOUBLE) AS DOUBLE)
+            WHEN 54
+            THEN CAST(CAST(3.9890411887749786 AS DOUBLE) AS DOUBLE)
+            WHEN 56
+            THEN CAST(CAST(4.025404825138615 AS DOUBLE) AS DOUBLE)
+            WHEN 58
+            THEN CAST(CAST(4.060492544436861 AS DOUBLE) AS DOUBLE)
+            WHEN 60
+            THEN CAST(CAST(4.094390849521607 AS DOUBLE) AS DOUBLE)
+            WHEN 62
+            THEN CAST(CAST(4.127177734767508 AS DOUBLE) AS DOUBLE)
+            WHEN 64
+            THEN CAST(CAST(4.1589237665135395 AS DOUBLE) AS DOUBLE)
+            WHEN 66
+            THEN CAST(CAST(4.18969299728277 AS DOUBLE) AS DOUBLE)
+            WHEN 68
+            THEN CAST(CAST(4.219543743551427 AS DOUBLE) AS DOUBLE)
+            WHEN 70
+            THEN CAST(CAST(4.248529250797804 AS DOUBLE) AS DOUBLE)
+            WHEN 72
+            THEN CAST(CAST(4.276698264882311 AS DOUBLE) AS DOUBLE)
+            WHEN 74
+            THEN CAST(CAST(4.304095525156284 AS DOUBLE) AS DOUBLE)
+            WHEN 76
+            THEN CAST(CAST(4.33076219182295 AS DOUBLE) AS DOUBLE)
+            WHEN 78
+            THEN CAST(CAST(4.356736217796977 AS DOUBLE) AS DOUBLE)
+            WHEN 80
+            THEN CAST(CAST(4.382052673493179 AS DOUBLE) AS DOUBLE)
+            WHEN 82
+            THEN CAST(CAST(4.40674403151787 AS DOUBLE) AS DOUBLE)
+            WHEN 84
+            THEN CAST(CAST(4.430840417060039 AS DOUBLE) AS DOUBLE)
+            WHEN 86
+            THEN CAST(CAST(4.454369828824745 AS DOUBLE) AS DOUBLE)
+            WHEN 88
+            THEN CAST(CAST(4.477358334571871 AS DOUBLE) AS DOUBLE)
+            WHEN 90
+            THEN CAST(CAST(4.49983024468423 AS DOUBLE) AS DOUBLE)
+            WHEN 92
+            THEN CAST(CAST(4.521808266662253 AS DOUBLE) AS DOUBLE)
+            WHEN 94
+            THEN CAST(CAST(4.543313643006339 AS DOUBLE) AS DOUBLE)
+            WHEN 96
+            THEN CAST(CAST(4.564366274585286 AS DOUBLE) AS DOUBLE)
+            WHEN 98
+            THEN CAST(CAST(4.5849848312863175 AS DOUBLE) AS DOUBLE)
+            WHEN 100
+            THEN CAST(CAST(4.605186851488337 AS DOUBLE) AS DOUBLE)
+          END
+          ELSE LN(CAST((
+            pc.n - pc.n % 2
+          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
+            (
+              pc.n - pc.n % 2
+            ) * (
+              pc.n - pc.n % 2
+            )
+          ) * (
+            CAST(0.041666666666666664 AS DOUBLE) - CAST(4 AS DOUBLE) / (
+              (
+                pc.n - pc.n % 2
+              ) * (
+                pc.n - pc.n % 2
+              )
+            ) * (
+              CAST(0.007291666666666667 AS DOUBLE) - CAST(4 AS DOUBLE) / (
+                (
+                  pc.n - pc.n % 2
+                ) * (
+                  pc.n - pc.n % 2
+                )
+              ) * CAST(0.0038442460317460315 AS DOUBLE)
+            )
+          )
+        END
+      ) - CAST(pc.gsum AS DOUBLE) / pc.n
+    ) / LN(2) AS entropy_g
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.distinct_values,
+  s.entropy,
+  s.r1,
+  s.tail,
+  s.entropy_g
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.entropy_g < LN(CAST({{ l }} AS DOUBLE)) / LN(2) - CAST(1e-09 AS DOUBLE)
+  OR s.distinct_values < CEIL({{ l }})
 {% elif kind == 'entropy' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -1578,7 +3138,7 @@ WHERE
 {% endif %}
 {% endmacro %}
 
-{% macro sqlserver__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c) %}
+{% macro sqlserver__test_sqlanon_l_diversity(model, quasi_identifiers, sensitive, l, kind, c, estimator) %}
 {% set sqlanon_l_rank = l if kind == 'recursive' else 2 %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
 {% if kind == 'distinct' %}
@@ -1702,6 +3262,401 @@ JOIN a0_st AS s
   ON s.cid = c.cid
 WHERE
   s.distinct_values < {{ l }}
+{% elif kind == 'entropy' and estimator == 'grassberger' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM [sqlanon_freq]
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), a0_dom AS (
+  SELECT
+    sid_0 AS sid,
+    CAST(SUM(cnt) AS FLOAT) / SUM(SUM(cnt)) OVER () AS p
+  FROM [sqlanon_freq]
+  GROUP BY
+    sid_0
+), a0_fs AS (
+  SELECT
+    cid AS cid,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM [sqlanon_freq]
+  GROUP BY
+    cid,
+    sid_0
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LOG(CAST(p AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT_BIG(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid AS cid,
+    f.sid AS sid,
+    f.c AS c,
+    d.p AS p,
+    CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
+    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid AS cid,
+    MAX(n) AS n,
+    COUNT_BIG(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LOG(CAST(q AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(q * (
+      CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
+    SUM(
+      c * (
+        CASE
+          WHEN c <= 100
+          THEN CASE c - c % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS FLOAT)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS FLOAT)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS FLOAT)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS FLOAT)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS FLOAT)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS FLOAT)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS FLOAT)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS FLOAT)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS FLOAT)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS FLOAT)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS FLOAT)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS FLOAT)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS FLOAT)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS FLOAT)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS FLOAT)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS FLOAT)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS FLOAT)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS FLOAT)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS FLOAT)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS FLOAT)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS FLOAT)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS FLOAT)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS FLOAT)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS FLOAT)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS FLOAT)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS FLOAT)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS FLOAT)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS FLOAT)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS FLOAT)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS FLOAT)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS FLOAT)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS FLOAT)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS FLOAT)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS FLOAT)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS FLOAT)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS FLOAT)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS FLOAT)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS FLOAT)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS FLOAT)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS FLOAT)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS FLOAT)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS FLOAT)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS FLOAT)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS FLOAT)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS FLOAT)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS FLOAT)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS FLOAT)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS FLOAT)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS FLOAT)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS FLOAT)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS FLOAT)
+          END
+          ELSE LOG(CAST((
+            c - c % 2
+          ) AS FLOAT)) + CAST(4 AS FLOAT) / (
+            (
+              c - c % 2
+            ) * (
+              c - c % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS FLOAT) / (
+              (
+                c - c % 2
+              ) * (
+                c - c % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS FLOAT) / (
+                (
+                  c - c % 2
+                ) * (
+                  c - c % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      )
+    ) AS gsum
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid AS cid,
+    pc.n AS n,
+    pc.distinct_values AS distinct_values,
+    pc.entropy AS entropy,
+    pc.kl AS kl,
+    pc.emd_equal AS emd_equal,
+    CAST(NULL AS FLOAT) AS emd_ordered,
+    pc.r1 AS r1,
+    pc.tail AS tail,
+    h.h_w AS h_w,
+    h.m AS m,
+    CAST((
+      (
+        CASE
+          WHEN pc.n <= 100
+          THEN CASE pc.n - pc.n % 2
+            WHEN 0
+            THEN CAST(-1.2703628454614782 AS FLOAT)
+            WHEN 2
+            THEN CAST(0.7296371545385218 AS FLOAT)
+            WHEN 4
+            THEN CAST(1.3963038212051886 AS FLOAT)
+            WHEN 6
+            THEN CAST(1.7963038212051885 AS FLOAT)
+            WHEN 8
+            THEN CAST(2.0820181069194743 AS FLOAT)
+            WHEN 10
+            THEN CAST(2.3042403291416966 AS FLOAT)
+            WHEN 12
+            THEN CAST(2.4860585109598783 AS FLOAT)
+            WHEN 14
+            THEN CAST(2.639904664806032 AS FLOAT)
+            WHEN 16
+            THEN CAST(2.7732379981393653 AS FLOAT)
+            WHEN 18
+            THEN CAST(2.8908850569628948 AS FLOAT)
+            WHEN 20
+            THEN CAST(2.9961482148576315 AS FLOAT)
+            WHEN 22
+            THEN CAST(3.091386310095727 AS FLOAT)
+            WHEN 24
+            THEN CAST(3.178342831834857 AS FLOAT)
+            WHEN 26
+            THEN CAST(3.2583428318348573 AS FLOAT)
+            WHEN 28
+            THEN CAST(3.3324169059089312 AS FLOAT)
+            WHEN 30
+            THEN CAST(3.4013824231503107 AS FLOAT)
+            WHEN 32
+            THEN CAST(3.4658985521825687 AS FLOAT)
+            WHEN 34
+            THEN CAST(3.5265046127886293 AS FLOAT)
+            WHEN 36
+            THEN CAST(3.5836474699314866 AS FLOAT)
+            WHEN 38
+            THEN CAST(3.6377015239855406 AS FLOAT)
+            WHEN 40
+            THEN CAST(3.6889835752675917 AS FLOAT)
+            WHEN 42
+            THEN CAST(3.7377640630724698 AS FLOAT)
+            WHEN 44
+            THEN CAST(3.7842756909794466 AS FLOAT)
+            WHEN 46
+            THEN CAST(3.8287201354238913 AS FLOAT)
+            WHEN 48
+            THEN CAST(3.871273326913253 AS FLOAT)
+            WHEN 50
+            THEN CAST(3.912089653443865 AS FLOAT)
+            WHEN 52
+            THEN CAST(3.951305339718375 AS FLOAT)
+            WHEN 54
+            THEN CAST(3.9890411887749786 AS FLOAT)
+            WHEN 56
+            THEN CAST(4.025404825138615 AS FLOAT)
+            WHEN 58
+            THEN CAST(4.060492544436861 AS FLOAT)
+            WHEN 60
+            THEN CAST(4.094390849521607 AS FLOAT)
+            WHEN 62
+            THEN CAST(4.127177734767508 AS FLOAT)
+            WHEN 64
+            THEN CAST(4.1589237665135395 AS FLOAT)
+            WHEN 66
+            THEN CAST(4.18969299728277 AS FLOAT)
+            WHEN 68
+            THEN CAST(4.219543743551427 AS FLOAT)
+            WHEN 70
+            THEN CAST(4.248529250797804 AS FLOAT)
+            WHEN 72
+            THEN CAST(4.276698264882311 AS FLOAT)
+            WHEN 74
+            THEN CAST(4.304095525156284 AS FLOAT)
+            WHEN 76
+            THEN CAST(4.33076219182295 AS FLOAT)
+            WHEN 78
+            THEN CAST(4.356736217796977 AS FLOAT)
+            WHEN 80
+            THEN CAST(4.382052673493179 AS FLOAT)
+            WHEN 82
+            THEN CAST(4.40674403151787 AS FLOAT)
+            WHEN 84
+            THEN CAST(4.430840417060039 AS FLOAT)
+            WHEN 86
+            THEN CAST(4.454369828824745 AS FLOAT)
+            WHEN 88
+            THEN CAST(4.477358334571871 AS FLOAT)
+            WHEN 90
+            THEN CAST(4.49983024468423 AS FLOAT)
+            WHEN 92
+            THEN CAST(4.521808266662253 AS FLOAT)
+            WHEN 94
+            THEN CAST(4.543313643006339 AS FLOAT)
+            WHEN 96
+            THEN CAST(4.564366274585286 AS FLOAT)
+            WHEN 98
+            THEN CAST(4.5849848312863175 AS FLOAT)
+            WHEN 100
+            THEN CAST(4.605186851488337 AS FLOAT)
+          END
+          ELSE LOG(CAST((
+            pc.n - pc.n % 2
+          ) AS FLOAT)) + CAST(4 AS FLOAT) / (
+            (
+              pc.n - pc.n % 2
+            ) * (
+              pc.n - pc.n % 2
+            )
+          ) * (
+            0.041666666666666664 - CAST(4 AS FLOAT) / (
+              (
+                pc.n - pc.n % 2
+              ) * (
+                pc.n - pc.n % 2
+              )
+            ) * (
+              0.007291666666666667 - CAST(4 AS FLOAT) / (
+                (
+                  pc.n - pc.n % 2
+                ) * (
+                  pc.n - pc.n % 2
+                )
+              ) * 0.0038442460317460315
+            )
+          )
+        END
+      ) - CAST(pc.gsum AS FLOAT) / pc.n
+    ) AS FLOAT) / LOG(2) AS entropy_g
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.distinct_values,
+  s.entropy,
+  s.r1,
+  s.tail,
+  s.entropy_g
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.entropy_g < CAST(LOG(CAST({{ l }} AS FLOAT)) AS FLOAT) / LOG(2) - 1e-09
+  OR s.distinct_values < CEILING({{ l }})
 {% elif kind == 'entropy' %}
 WITH sqlanon_freq AS (
   SELECT
@@ -5521,5 +7476,2265 @@ FROM (
 ) AS r
 WHERE
   r.risk > {{ max }} + 1e-09
+{% endif %}
+{% endmacro %}
+
+{% macro default__test_sqlanon_delta_disclosure(model, quasi_identifiers, sensitive, delta, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(
+      ABS(
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.dd
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.dd >= {{ delta }} - 1e-09
+{% endmacro %}
+
+{% macro duckdb__test_sqlanon_delta_disclosure(model, quasi_identifiers, sensitive, delta, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(LN(CAST(q / p AS DOUBLE)) / LN(2))) AS dd,
+    MAX((
+      q - p
+    ) / p) AS bl,
+    MAX((
+      q - p
+    ) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.dd
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.dd >= {{ delta }} - 1e-09
+{% endmacro %}
+
+{% macro postgres__test_sqlanon_delta_disclosure(model, quasi_identifiers, sensitive, delta, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(
+      ABS(
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.dd
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.dd >= {{ delta }} - 1e-09
+{% endmacro %}
+
+{% macro spark__test_sqlanon_delta_disclosure(model, quasi_identifiers, sensitive, delta, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM `sqlanon_freq`
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM `sqlanon_freq` AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    CAST(0.5 AS DOUBLE) * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(LN(CAST(q / p AS DOUBLE)) / LN(2))) AS dd,
+    MAX((
+      q - p
+    ) / p) AS bl,
+    MAX((
+      q - p
+    ) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.dd
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.dd >= {{ delta }} - CAST(1e-09 AS DOUBLE)
+{% endmacro %}
+
+{% macro sqlserver__test_sqlanon_delta_disclosure(model, quasi_identifiers, sensitive, delta, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM [sqlanon_freq]
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid AS sid,
+    CAST(c AS FLOAT) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid AS cid,
+    r.sid AS sid,
+    SUM(f.cnt) AS c
+  FROM [sqlanon_freq] AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LOG(CAST(p AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT_BIG(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid AS cid,
+    f.sid AS sid,
+    f.c AS c,
+    d.p AS p,
+    CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid AS cid,
+    MAX(n) AS n,
+    COUNT_BIG(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LOG(CAST(q AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(q * (
+      CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2))) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS FLOAT) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS FLOAT) / p + LOG(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid AS cid,
+    pc.n AS n,
+    pc.distinct_values AS distinct_values,
+    pc.entropy AS entropy,
+    pc.kl AS kl,
+    pc.emd_equal AS emd_equal,
+    CAST(NULL AS FLOAT) AS emd_ordered,
+    pc.r1 AS r1,
+    pc.tail AS tail,
+    h.h_w AS h_w,
+    h.m AS m,
+    pc.dd AS dd,
+    pc.bl AS bl,
+    pc.ble AS ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.dd
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.dd >= {{ delta }} - 1e-09
+{% endmacro %}
+
+{% macro default__test_sqlanon_beta_likeness(model, quasi_identifiers, sensitive, beta, kind, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+{% if kind == 'basic' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(
+      ABS(
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09
+{% elif kind == 'enhanced' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(
+      ABS(
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09 OR s.ble > 1e-09
+{% endif %}
+{% endmacro %}
+
+{% macro duckdb__test_sqlanon_beta_likeness(model, quasi_identifiers, sensitive, beta, kind, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+{% if kind == 'basic' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(LN(CAST(q / p AS DOUBLE)) / LN(2))) AS dd,
+    MAX((
+      q - p
+    ) / p) AS bl,
+    MAX((
+      q - p
+    ) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09
+{% elif kind == 'enhanced' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(LN(CAST(q / p AS DOUBLE)) / LN(2))) AS dd,
+    MAX((
+      q - p
+    ) / p) AS bl,
+    MAX((
+      q - p
+    ) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09 OR s.ble > 1e-09
+{% endif %}
+{% endmacro %}
+
+{% macro postgres__test_sqlanon_beta_likeness(model, quasi_identifiers, sensitive, beta, kind, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+{% if kind == 'basic' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(
+      ABS(
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09
+{% elif kind == 'enhanced' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM "sqlanon_freq"
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE PRECISION) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM "sqlanon_freq" AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LN(CAST(p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LN(CAST(q AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(
+      q * (
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(
+      ABS(
+        CAST(LN(CAST(CAST(q AS DOUBLE PRECISION) / p AS DOUBLE PRECISION)) AS DOUBLE PRECISION) / LN(2)
+      )
+    ) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS DOUBLE PRECISION) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE PRECISION) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09 OR s.ble > 1e-09
+{% endif %}
+{% endmacro %}
+
+{% macro spark__test_sqlanon_beta_likeness(model, quasi_identifiers, sensitive, beta, kind, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+{% if kind == 'basic' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM `sqlanon_freq`
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM `sqlanon_freq` AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    CAST(0.5 AS DOUBLE) * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(LN(CAST(q / p AS DOUBLE)) / LN(2))) AS dd,
+    MAX((
+      q - p
+    ) / p) AS bl,
+    MAX((
+      q - p
+    ) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + CAST(1e-09 AS DOUBLE)
+{% elif kind == 'enhanced' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM `sqlanon_freq`
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
+    cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid,
+    CAST(c AS DOUBLE) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid,
+    r.sid,
+    SUM(f.cnt) AS c
+  FROM `sqlanon_freq` AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(CASE WHEN p > 0 THEN p * (
+      LN(CAST(p AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS h_w,
+    COUNT(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid,
+    f.sid,
+    f.c,
+    d.p,
+    CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid,
+    MAX(n) AS n,
+    COUNT(*) AS distinct_values,
+    -SUM(CASE WHEN q > 0 THEN q * (
+      LN(CAST(q AS DOUBLE)) / LN(2)
+    ) ELSE 0 END) AS entropy,
+    SUM(q * (
+      LN(CAST(q / p AS DOUBLE)) / LN(2)
+    )) AS kl,
+    CAST(0.5 AS DOUBLE) * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(LN(CAST(q / p AS DOUBLE)) / LN(2))) AS dd,
+    MAX((
+      q - p
+    ) / p) AS bl,
+    MAX((
+      q - p
+    ) / p + LN(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid,
+    pc.n,
+    pc.distinct_values,
+    pc.entropy,
+    pc.kl,
+    pc.emd_equal,
+    CAST(NULL AS DOUBLE) AS emd_ordered,
+    pc.r1,
+    pc.tail,
+    h.h_w,
+    h.m,
+    pc.dd,
+    pc.bl,
+    pc.ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + CAST(1e-09 AS DOUBLE)
+  OR s.ble > CAST(1e-09 AS DOUBLE)
+{% endif %}
+{% endmacro %}
+
+{% macro sqlserver__test_sqlanon_beta_likeness(model, quasi_identifiers, sensitive, beta, kind, reference) %}
+{% set sqlanon_reference = reference if reference is not none else model %}
+{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
+{% if kind == 'basic' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM [sqlanon_freq]
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid AS sid,
+    CAST(c AS FLOAT) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid AS cid,
+    r.sid AS sid,
+    SUM(f.cnt) AS c
+  FROM [sqlanon_freq] AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LOG(CAST(p AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT_BIG(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid AS cid,
+    f.sid AS sid,
+    f.c AS c,
+    d.p AS p,
+    CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid AS cid,
+    MAX(n) AS n,
+    COUNT_BIG(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LOG(CAST(q AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(q * (
+      CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2))) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS FLOAT) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS FLOAT) / p + LOG(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid AS cid,
+    pc.n AS n,
+    pc.distinct_values AS distinct_values,
+    pc.entropy AS entropy,
+    pc.kl AS kl,
+    pc.emd_equal AS emd_equal,
+    CAST(NULL AS FLOAT) AS emd_ordered,
+    pc.r1 AS r1,
+    pc.tail AS tail,
+    h.h_w AS h_w,
+    h.m AS m,
+    pc.dd AS dd,
+    pc.bl AS bl,
+    pc.ble AS ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09
+{% elif kind == 'enhanced' %}
+WITH sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ model }}
+    GROUP BY
+      {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), sqlanon_classes AS (
+  SELECT
+    cid AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    SUM(cnt) AS n
+  FROM [sqlanon_freq]
+  GROUP BY
+    cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
+), sqlanon_ref_freq AS (
+  SELECT
+    s_0 AS s_0,
+    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }}) AS sid_0,
+    cnt AS cnt
+  FROM (
+    SELECT
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
+      COUNT_BIG(*) AS cnt
+    FROM {{ sqlanon_reference }}
+    GROUP BY
+      {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
+  ) AS g
+), a0_ref AS (
+  SELECT
+    s_0 AS s,
+    sid_0 AS sid,
+    SUM(cnt) AS c
+  FROM sqlanon_ref_freq
+  GROUP BY
+    s_0,
+    sid_0
+), a0_dom AS (
+  SELECT
+    sid AS sid,
+    CAST(c AS FLOAT) / SUM(c) OVER () AS p
+  FROM a0_ref
+), a0_fs AS (
+  SELECT
+    f.cid AS cid,
+    r.sid AS sid,
+    SUM(f.cnt) AS c
+  FROM [sqlanon_freq] AS f
+  JOIN a0_ref AS r
+    ON f.s_0 IS NOT DISTINCT FROM r.s
+  GROUP BY
+    f.cid,
+    r.sid
+), a0_hw AS (
+  SELECT
+    -SUM(
+      CASE
+        WHEN p > 0
+        THEN p * (
+          CAST(LOG(CAST(p AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS h_w,
+    COUNT_BIG(*) AS m
+  FROM a0_dom
+), a0_cells AS (
+  SELECT
+    f.cid AS cid,
+    f.sid AS sid,
+    f.c AS c,
+    d.p AS p,
+    CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
+  FROM a0_fs AS f
+  JOIN a0_dom AS d
+    ON d.sid = f.sid
+), a0_pc AS (
+  SELECT
+    cid AS cid,
+    MAX(n) AS n,
+    COUNT_BIG(*) AS distinct_values,
+    -SUM(
+      CASE
+        WHEN q > 0
+        THEN q * (
+          CAST(LOG(CAST(q AS FLOAT)) AS FLOAT) / LOG(2)
+        )
+        ELSE 0
+      END
+    ) AS entropy,
+    SUM(q * (
+      CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2)
+    )) AS kl,
+    0.5 * (
+      SUM(ABS(q - p)) + 1 - SUM(p)
+    ) AS emd_equal,
+    MAX(c) AS r1,
+    CAST(NULL AS BIGINT) AS tail,
+    MAX(ABS(CAST(LOG(CAST(CAST(q AS FLOAT) / p AS FLOAT)) AS FLOAT) / LOG(2))) AS dd,
+    MAX(CAST((
+      q - p
+    ) AS FLOAT) / p) AS bl,
+    MAX(CAST((
+      q - p
+    ) AS FLOAT) / p + LOG(p)) AS ble
+  FROM a0_cells
+  GROUP BY
+    cid
+), a0_st AS (
+  SELECT
+    pc.cid AS cid,
+    pc.n AS n,
+    pc.distinct_values AS distinct_values,
+    pc.entropy AS entropy,
+    pc.kl AS kl,
+    pc.emd_equal AS emd_equal,
+    CAST(NULL AS FLOAT) AS emd_ordered,
+    pc.r1 AS r1,
+    pc.tail AS tail,
+    h.h_w AS h_w,
+    h.m AS m,
+    pc.dd AS dd,
+    pc.bl AS bl,
+    pc.ble AS ble
+  FROM a0_pc AS pc
+  CROSS JOIN a0_hw AS h
+)
+SELECT
+  {% for sqlanon_qi in quasi_identifiers %}c.sqlanon_q{{ loop.index0 }} AS {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
+  c.n AS class_size,
+  s.bl,
+  s.ble
+FROM sqlanon_classes AS c
+JOIN a0_st AS s
+  ON s.cid = c.cid
+WHERE
+  s.bl > {{ beta }} + 1e-09 OR s.ble > 1e-09
 {% endif %}
 {% endmacro %}

@@ -1,7 +1,8 @@
 """The dbt package's SQL, generated from sqlanon's own templates (one source of truth).
 
 Each generic test of ``dbt_package/`` (``sqlanon_k_anonymity``, ``sqlanon_l_diversity``,
-``sqlanon_t_closeness``, ``sqlanon_max_risk``) dispatches to one macro per adapter. Their bodies are
+``sqlanon_t_closeness``, ``sqlanon_max_risk``, ``sqlanon_delta_disclosure``, ``sqlanon_beta_likeness``)
+dispatches to one macro per adapter. Their bodies are
 not written by hand: :func:`generate` renders ``templates/dbt/<test>.sql.j2`` (which builds on
 ``freq/base``, ``freq/classes`` and ``_macros/sensitive.sql.j2``, the SQL assess, the search and the
 release run) through the compile path, with placeholder identifiers standing for what only dbt
@@ -61,6 +62,8 @@ SCALARS: dict[str, str] = {
     "__sqlanon_c__": "{{ c }}",
     "__sqlanon_t__": "{{ t }}",
     "__sqlanon_max__": "{{ max }}",
+    "__sqlanon_delta__": "{{ delta }}",
+    "__sqlanon_beta__": "{{ beta }}",
 }
 LOOP_OPEN = "{% for sqlanon_qi in quasi_identifiers %}"
 LOOP_CLOSE = "{% if not loop.last %}, {% endif %}{% endfor %}"
@@ -84,9 +87,15 @@ TESTS: tuple[Test, ...] = (
     Test("sqlanon_k_anonymity", ("quasi_identifiers", "k"), "dbt/k_anonymity"),
     Test(
         "sqlanon_l_diversity",
-        ("quasi_identifiers", "sensitive", "l", "kind", "c"),
+        ("quasi_identifiers", "sensitive", "l", "kind", "c", "estimator"),
         "dbt/l_diversity",
-        tuple((f"kind == '{k}'", {"kind": k}) for k in ("distinct", "entropy", "recursive")),
+        (
+            ("kind == 'distinct'", {"kind": "distinct"}),
+            # ARX's Grassberger estimate (entropy_g) before the plain entropy: the first match wins.
+            ("kind == 'entropy' and estimator == 'grassberger'", {"kind": "entropy", "grassberger": True}),
+            ("kind == 'entropy'", {"kind": "entropy"}),
+            ("kind == 'recursive'", {"kind": "recursive"}),
+        ),
     ),
     Test(
         "sqlanon_t_closeness",
@@ -106,7 +115,22 @@ TESTS: tuple[Test, ...] = (
         "dbt/max_risk",
         tuple((f"kind == '{k}'", {"kind": k}) for k in ("prosecutor", "average")),
     ),
+    Test(
+        "sqlanon_delta_disclosure",
+        ("quasi_identifiers", "sensitive", "delta", "reference"),
+        "dbt/likeness",
+        ((None, {"measure": "delta-disclosure"}),),
+    ),
+    Test(
+        "sqlanon_beta_likeness",
+        ("quasi_identifiers", "sensitive", "beta", "kind", "reference"),
+        "dbt/likeness",
+        tuple((f"kind == '{k}'", {"measure": f"beta-{k}"}) for k in ("basic", "enhanced")),
+    ),
 )
+
+#: The tests that compare each class with the distribution p(w) of a reference relation.
+_REFERENCED = ("sqlanon_t_closeness", "sqlanon_delta_disclosure", "sqlanon_beta_likeness")
 
 
 def _freq(source: str, qis: bool, sensitive: bool, with_cid: bool = True) -> Sql:
@@ -129,7 +153,7 @@ def _freq(source: str, qis: bool, sensitive: bool, with_cid: bool = True) -> Sql
 
 
 def _context(test: Test, variant: dict[str, Any]) -> dict[str, Any]:
-    sensitive = test.name in ("sqlanon_l_diversity", "sqlanon_t_closeness")
+    sensitive = test.name in ("sqlanon_l_diversity", *_REFERENCED)
     freq = Relation("sqlanon_freq")
     ctx: dict[str, Any] = {
         "freq_sql": _freq("__sqlanon_model__", True, sensitive),
@@ -142,9 +166,10 @@ def _context(test: Test, variant: dict[str, Any]) -> dict[str, Any]:
         "sid_alias": Sql("sid_0"),
         "l_rank": _L_RANK,
         "eps": lit(EPS),
+        "grassberger": False,
         **{name.strip("_").removeprefix("sqlanon_"): ident(name) for name in SCALARS},
     }
-    if test.name == "sqlanon_t_closeness":
+    if test.name in _REFERENCED:
         ctx["ref_freq_sql"] = _freq("__sqlanon_reference__", False, True, with_cid=False)
     ctx.update(variant)
     return ctx
@@ -225,6 +250,12 @@ PREAMBLE: dict[str, str] = {
         "{% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}\n"
     ),
 }
+#: Delta-disclosure and beta-likeness: p(w) from the reference, the values numbered in their own order.
+for _name in _REFERENCED[1:]:
+    PREAMBLE[_name] = (
+        "{% set sqlanon_reference = reference if reference is not none else model %}\n"
+        "{% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}\n"
+    )
 
 
 HEADER = (

@@ -199,6 +199,8 @@ def _tests(policy: Policy, reference: str) -> list[dict[str, Any]]:
         }
         if r.kind == "recursive":
             args["c"] = r.c
+        if r.estimator != "shannon":  # ARX's Grassberger estimate, as the policy's check reads it
+            args["estimator"] = r.estimator
         tests.append({"sqlanon_l_diversity": {"arguments": args}})
     for r in policy.privacy.t:
         args = {"quasi_identifiers": list(qis), "sensitive": r.attribute, "t": r.t, "measure": r.measure}
@@ -209,6 +211,15 @@ def _tests(policy: Policy, reference: str) -> list[dict[str, Any]]:
         if (h := hierarchy_of(policy, r.attribute)) is not None:  # emd-hierarchical's ground distance
             args["hierarchy"] = {v: [*labels[:-1], "*"] for v, labels in h.table.items()}  # root as *
         tests.append({"sqlanon_t_closeness": {"arguments": args}})
+    for lk in policy.privacy.likeness:  # p(w) the source's, as for t
+        args = {"quasi_identifiers": list(qis), "sensitive": lk.attribute}
+        if lk.model == "delta-disclosure":
+            args["delta"] = lk.bound
+        else:
+            args.update(beta=lk.bound, kind=lk.model.removeprefix("beta-"))
+        args["reference"] = reference
+        name = "sqlanon_delta_disclosure" if lk.model == "delta-disclosure" else "sqlanon_beta_likeness"
+        tests.append({name: {"arguments": args}})
     if (k_game := profitability_min_size(policy.privacy)) > 1:  # Wan et al.'s no-attack rule: a size
         tests.append({"sqlanon_k_anonymity": {"arguments": {"quasi_identifiers": list(qis), "k": k_game}}})
     if (k_est := estimated_k(policy)) is not None:  # ARX's estimated k-map: k'-anonymity (sqlanon.presence)
