@@ -18,6 +18,8 @@ the errors), so that the policy can validate the key while the walk itself lives
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import threading
 from typing import Any
 
 from sqlanon.errors import PolicyError
@@ -57,3 +59,34 @@ def searched_in(policy: Any, where: str) -> Any:
     if where not in WHERES:
         raise PolicyError(f"--search-in: expected one of {', '.join(WHERES)}, got {where!r}")
     return dataclasses.replace(policy, search=dataclasses.replace(policy.search, where=where))
+
+
+#: What the local walk imports before its first row crosses: pyarrow and its CSV parser
+#: (:mod:`sqlanon.lattice.local`), DuckDB and its SQLAlchemy dialect (the in-memory walk).
+LOCAL_MODULES = ("pyarrow", "pyarrow.csv", "duckdb", "duckdb_engine")
+
+
+def prefetch(dialect: str, where: str) -> threading.Thread | None:
+    """Import :data:`LOCAL_MODULES` on a thread while the warehouse builds the search's
+    tables, where the search may walk locally (``where`` is not ``database``, ``dialect`` in
+    :data:`LOCAL_ENGINES`); the thread, else None.
+
+    Why: the imports cost ~0.9 s of CPU (1e6 rows on PostgreSQL, a loaded 2-core machine: 0.6 s
+    pyarrow, 0.3 s DuckDB) that the main thread would otherwise spend after the builds; during
+    them it only waits on the server's socket, without the GIL. A module missing here is left for
+    :func:`sqlanon.lattice.local.location` to find (``auto`` then searches in the database, ``local``
+    says what to install); Python's import lock makes the main thread wait for a half-done import.
+    """
+    if where == "database" or dialect not in LOCAL_ENGINES:
+        return None
+    thread = threading.Thread(target=_import_quietly, name="sqlanon-local-imports", daemon=False)
+    thread.start()
+    return thread
+
+
+def _import_quietly() -> None:
+    for name in LOCAL_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - reported, if it matters, where the walk imports it
+            return

@@ -26,6 +26,7 @@ from sqlanon.measure.assessment import (
 from sqlanon.policy import Policy
 from sqlanon.presence import resolve
 from sqlanon.relation import Relation
+from sqlanon.search_where import prefetch
 from sqlanon.sql.compile import CANONICAL, Sql, ident
 from sqlanon.transform.build import build_hierarchy
 from sqlanon.transform.hierarchy import Hierarchy
@@ -271,6 +272,7 @@ def prepare(be: Backend, policy: Policy) -> Plan:
     qi_names = [h.column for h in hierarchies]
     s_names = [c.name for c in policy.sensitive]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
+    prefetch(be.dialect, policy.search.where)  # the local walk's imports, while the builds run
     base = build_frequency_tables(
         be,
         policy.source,
@@ -313,17 +315,25 @@ def prepare(be: Backend, policy: Policy) -> Plan:
     # A code is below its column's number of distinct values, at most n_rows (coded.sql.j2).
     code_type = Sql("INTEGER" if n_rows < INT_CODES_BELOW else "BIGINT")
     coded = be.create_temp(
-        "coded", "search/coded", base=base.freq, qis=qis, sid_aliases=base.sid_aliases, code_type=code_type
+        "coded",
+        "search/coded",
+        base=base.freq,
+        qis=qis,
+        sid_aliases=base.sid_aliases,
+        code_type=code_type,
+        one_scan=be.dialect == "postgres",  # the dictionaries' values in one scan (coded.sql.j2)
     )
+    keys = list(code_alias)
+    # One scan of the coded table: its rows, the coverage bits, each level's number of labels.
+    summary = be.query(
+        "search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys], flags=bool(bits)
+    )[0]
+    base_rows = int(summary[0])
     if bits:
         # The coverage check on the coded table's dictionaries (see templates/search/coded.sql.j2).
-        found = 0
-        for (u,) in be.query("search/uncovered_flags", coded=coded):
-            found |= int(u or 0)
+        found = int(summary[1] or 0)
         _refuse_uncovered(be, base, [(j, hierarchies[j], preds[j]) for j, b in bits.items() if found & b])
-    keys = list(code_alias)
-    card_row = be.query("search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys])[0]
-    card = {k: int(v) for k, v in zip(keys, card_row, strict=True)}
+    card = {k: int(v) for k, v in zip(keys, summary[2 if bits else 1 :], strict=True)}
     for r in policy.privacy.l:
         m = int(
             be.query(
@@ -332,7 +342,6 @@ def prepare(be: Backend, policy: Policy) -> Plan:
         )
         refuse_unsatisfiable_l(r, m)
     allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
-    base_rows = int(be.query("search/row_count", rel=coded)[0][0])
     return Plan(be, policy, hierarchies, base, n_rows, allowed, coded, code_alias, card, base_rows)
 
 

@@ -1,1 +1,1 @@
-SELECT MAX("c_0_0") + 1 AS n0, MAX("c_0_1") + 1 AS n1, MAX("c_0_2") + 1 AS n2, MAX("c_0_3") + 1 AS n3, MAX("c_0_4") + 1 AS n4, MAX("c_1_0") + 1 AS n5, MAX("c_1_1") + 1 AS n6 FROM "sqlanon_coded_00000000_4"
+SELECT COUNT(*) AS n_rows, MAX("c_0_0") + 1 AS n0, MAX("c_0_1") + 1 AS n1, MAX("c_0_2") + 1 AS n2, MAX("c_0_3") + 1 AS n3, MAX("c_0_4") + 1 AS n4, MAX("c_1_0") + 1 AS n5, MAX("c_1_1") + 1 AS n6 FROM "sqlanon_coded_00000000_4"

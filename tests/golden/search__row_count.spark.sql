@@ -1,1 +1,1 @@
-SELECT COUNT(*) FROM `sqlanon_coded_00000000_4`
+SELECT COUNT(*) FROM `sqlanon_rollup_00000000_3`

@@ -1,1 +1,1 @@
-SELECT COUNT_BIG(*) FROM [sqlanon_coded_00000000_4]
+SELECT COUNT_BIG(*) FROM [sqlanon_rollup_00000000_3]

@@ -1,1 +1,0 @@
-SELECT uncovered FROM "sqlanon_coded_00000000_14" GROUP BY uncovered
