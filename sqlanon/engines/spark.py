@@ -260,24 +260,32 @@ class SparkBackend(Backend):
         return rel
 
     def _without_stats(self, name: str, frame: Any) -> Any:
-        """The checkpointed rows as a new relation without the estimate of the plan that computed
-        them (issue 33). Spark's checkpoint keeps that plan's estimated size, and without column
-        statistics an inner join is estimated as the product of its inputs' sizes: each of
-        Mondrian's rounds joins the working table with cuts derived from it, so the estimate's
-        digits tripled every round (15 digits after round 1, 3,493 after round 5), and the
-        optimizer's BigInt arithmetic on it took most of a round from about round 12 (2e4 rows:
-        20-30 s, then 67 s, 171 s, ...) until the driver ran out of memory at 1e5 rows. A relation
-        over the same RDD (``internalCreateDataFrame``: Spark's default size estimate, as for any
-        RDD) reads the same rows; its RDD is kept to release its blocks when the view is dropped.
+        """The checkpointed rows, as a new relation when the estimate they inherit is past any real
+        size (issue 33). Spark's checkpoint keeps the estimated size of the plan that computed it,
+        and without column statistics an inner join is estimated as the product of its inputs':
+        each of Mondrian's rounds joins the working table with cuts derived from it, so the
+        estimate's digits tripled every round (15 digits after round 1, 3,493 after round 5), and
+        the optimizer's BigInt arithmetic on it took most of a round from about round 12 (2e4
+        rows: 20-30 s, then 67 s, 171 s, ...) until the driver ran out of memory at 1e5 rows. An
+        estimate above 2^63 bytes is replaced by Spark's default for an RDD (a relation over the
+        same RDD, ``internalCreateDataFrame``), so none compounds; a smaller one is kept (Spark
+        may broadcast a small table). The checkpoint is kept to release its blocks on drop.
         Spark Connect has no handle on the JVM here: its checkpoint is kept as it is."""
         jsession = getattr(self._spark, "_jsparkSession", None)
         if jsession is None:
             return frame
+        jdf = frame._jdf
+        self._checkpoints[name] = jdf
+        try:  # py4j reads the estimate as a decimal string, refused past 4,300 digits
+            small = int(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()) < 2**63
+        except ValueError:
+            small = False
+        if small:
+            return frame
         from pyspark.sql import DataFrame
 
-        rdd = frame._jdf.queryExecution().toRdd()
-        self._checkpoints[name] = frame._jdf
-        return DataFrame(jsession.internalCreateDataFrame(rdd, frame._jdf.schema(), False), self._spark)
+        rdd = jdf.queryExecution().toRdd()
+        return DataFrame(jsession.internalCreateDataFrame(rdd, jdf.schema(), False), self._spark)
 
     def _release(self, name: str) -> None:
         """Free a dropped temporary relation's checkpointed blocks now: Spark frees them only
