@@ -73,6 +73,8 @@ class SparkBackend(Backend):
     #: Inside :meth:`atomic`: how to undo each DDL statement run so far (None outside).
     _undo: list[Callable[[], None]] | None = None
     _views_cache: list[tuple] | None = field(default=None)
+    #: Temporary relation name -> the checkpointed Dataset (JVM) whose blocks its view reads.
+    _checkpoints: dict[str, Any] = field(default_factory=dict)
 
     # -- statements -------------------------------------------------------------------------
     def _run(self, sql: str) -> Any:
@@ -101,6 +103,9 @@ class SparkBackend(Backend):
     def execute(self, name: str, /, *, kind: str, **context: object) -> None:
         super().execute(name, kind=kind, **context)
         self._views_cache = None
+        target = context.get("target")
+        if kind == "drop" and isinstance(target, Relation) and target.schema is None:
+            self._release(target.name)
         if self._undo is not None:
             self._record_undo(name, context)
 
@@ -247,18 +252,56 @@ class SparkBackend(Backend):
         rel = self.temp_relation(stem)
         sql = self._sql(template, "select", context)
         try:
-            frame = self._run(sql).localCheckpoint(eager=True)
+            frame = self._without_stats(rel.name, self._run(sql).localCheckpoint(eager=True))
             frame.createTempView(rel.name)
         except Exception as e:  # noqa: BLE001
             raise self._fail("statement", template, e) from e
         self._temps.append(rel.name)
         return rel
 
+    def _without_stats(self, name: str, frame: Any) -> Any:
+        """The checkpointed rows, as a new relation when the estimate they inherit is past any real
+        size (issue 33). Spark's checkpoint keeps the estimated size of the plan that computed it,
+        and without column statistics an inner join is estimated as the product of its inputs':
+        each of Mondrian's rounds joins the working table with cuts derived from it, so the
+        estimate's digits tripled every round (15 digits after round 1, 3,493 after round 5), and
+        the optimizer's BigInt arithmetic on it took most of a round from about round 12 (2e4
+        rows: 20-30 s, then 67 s, 171 s, ...) until the driver ran out of memory at 1e5 rows. An
+        estimate above 2^63 bytes is replaced by Spark's default for an RDD (a relation over the
+        same RDD, ``internalCreateDataFrame``), so none compounds; a smaller one is kept (Spark
+        may broadcast a small table). The checkpoint is kept to release its blocks on drop.
+        Spark Connect has no handle on the JVM here: its checkpoint is kept as it is."""
+        jsession = getattr(self._spark, "_jsparkSession", None)
+        if jsession is None:
+            return frame
+        jdf = frame._jdf
+        self._checkpoints[name] = jdf
+        try:  # py4j reads the estimate as a decimal string, refused past 4,300 digits
+            small = int(jdf.queryExecution().optimizedPlan().stats().sizeInBytes()) < 2**63
+        except ValueError:
+            small = False
+        if small:
+            return frame
+        from pyspark.sql import DataFrame
+
+        rdd = jdf.queryExecution().toRdd()
+        return DataFrame(jsession.internalCreateDataFrame(rdd, jdf.schema(), False), self._spark)
+
+    def _release(self, name: str) -> None:
+        """Free a dropped temporary relation's checkpointed blocks now: Spark frees them only
+        when the driver's garbage collector reclaims the RDD (a full GC, or every 30 minutes),
+        so a loop of rounds would otherwise hold every round's rows in executor memory or disk."""
+        jdf = self._checkpoints.pop(name, None)
+        if jdf is not None:
+            with contextlib.suppress(Exception):
+                jdf.queryExecution().analyzed().rdd().unpersist(False)
+
     def drop_temps(self) -> None:
         with interrupt.deferred():
             for name in reversed(self._temps):
                 with contextlib.suppress(Exception):
                     self._spark.catalog.dropTempView(name)
+                self._release(name)
         self._temps.clear()
         self._inlined.clear()
         self._inlined_columns.clear()
