@@ -26,6 +26,7 @@ from sqlanon.measure.likeness import checked_attributes, likeness_checks, likene
 from sqlanon.measure.presence import presence_figures
 from sqlanon.measure.profitability_attack import attack_figures
 from sqlanon.measure.tcloseness_hier import freq_hier_context, hier_figure
+from sqlanon.measure.wildcard import wildcard_risk
 from sqlanon.policy import LRequirement, Policy, TRequirement
 from sqlanon.presence import presence_checks, resolve
 from sqlanon.profitability import profitability_assessment, profitability_checks
@@ -408,6 +409,7 @@ def assess_tables(
         **uniqueness_risk(hist, policy.privacy.risk),  # sample and population uniqueness
         **sample_risks(hist, policy.privacy.risk),  # ARX's lowest risk, records at risk (risk_extra)
         "attributes": attribute_risks(be, ft),  # ARX's RiskModelAttributes (risk_extra)
+        "wildcard": wildcard_risk(be, ft, policy.privacy.risk),  # '*' matches any (measure/wildcard)
     }
     if policy.population is not None:
         risk.update(_population_risk(be, policy, ft, population_exprs))

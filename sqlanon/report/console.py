@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from sqlanon.measure.wildcard import describe_wildcard
 from sqlanon.presence import describe_presence
 from sqlanon.profitability import describe_profitability
 from sqlanon.risk_extra import describe_risks
@@ -144,6 +145,8 @@ def print_assess(
     )
     if describe_risks(r):  # ARX's sample risks, records at risk, QI subsets (sqlanon.risk_extra)
         console.print(Text(describe_risks(r)))
+    if describe_wildcard(r):  # ARX's RiskModelSampleWildcard (sqlanon.measure.wildcard)
+        console.print(Text(describe_wildcard(r)))
     if a.get("profitability"):  # Wan et al. 2015 (issue 35): the game's threshold and payout
         console.print(Text(describe_profitability(a["profitability"])))
     if a.get("presence"):  # delta-presence and k-map against the population (issue 35)
