@@ -32,6 +32,7 @@ from tests import test_presence_kmap as presence_kmap
 from tests import test_profitability as profitability
 from tests import test_safepub as safepub
 from tests import test_tcloseness_hier as tcloseness_hier
+from tests import test_wildcard as wildcard
 from tests.conftest import (
     ADULT_COLUMNS,
     ADULT_DIR,
@@ -387,19 +388,26 @@ def test_perturbation_gives_duckdbs_rows(pair: dict, tmp_path: Path) -> None:
 
 
 def test_issue_35_models_on_spark(pair: dict, tmp_path: Path) -> None:
-    """Hierarchical t-closeness, delta-presence and k-map, profitability with attack and SafePub's
-    keyed sample on Spark: each model's own test, run here on the Spark session (so that its templates
-    count as executed on Spark), against the same references from the definitions as on DuckDB and
-    PostgreSQL."""
+    """Hierarchical t-closeness, delta-presence and k-map, profitability with attack, wildcard risk
+    and SafePub's keyed sample on Spark: each model's own test, run here on the Spark session (so
+    that its templates count as executed on Spark), against the same references from the
+    definitions as on DuckDB and PostgreSQL."""
     spark = pair["spark"]
     tcloseness_hier.test_assess_figure_on_every_engine(spark)
     presence_kmap.test_assess_figures_on_every_engine(spark)
     profitability.test_assess_on_every_engine(spark)
+    for i in range(len(wildcard.TABLES)):  # RiskModelSampleWildcard's figures, against its reference
+        wildcard.test_wildcard_figures_match_reference(spark, i)
     mp = pytest.MonkeyPatch()
     mp.setenv("SQLANON_PERTURB_KEY", TEST_PERTURB_KEY)
     try:
         spark.load("t", ["id", "a", "b", "s"], safepub._rows(), ["BIGINT", "VARCHAR", "BIGINT", "VARCHAR"])
         safepub.test_release_is_the_keyed_sample_with_no_class_below_k(spark, tmp_path)
+        # Twice in one Spark session (a notebook's): the secret relation is replaced, not refused,
+        # and it does not outlive the command.
+        again = sqlanon.anonymise(safepub._dp_policy(tmp_path, "main.t_dp2"), spark.url, publish_as="table")
+        assert again.to_dict()["differential_privacy"]["k"] >= 1
+        assert "sqlanon_secret" not in {str(r[1]).lower() for r in spark.sql("SHOW VIEWS")}
     finally:
         mp.undo()
 

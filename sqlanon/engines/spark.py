@@ -147,9 +147,10 @@ class SparkBackend(Backend):
             rows = jvm.java.util.ArrayList()
             rows.add(jvm.org.apache.spark.sql.RowFactory.create(cells))
             jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
-            jsession.createDataFrame(rows, jschema).createTempView(secrets.NAME)
+            # Replace: an earlier command in the same session (a notebook's) may have left one.
+            jsession.createDataFrame(rows, jschema).createOrReplaceTempView(secrets.NAME)
         else:
-            self._spark.createDataFrame([values], schema).createTempView(secrets.NAME)
+            self._spark.createDataFrame([values], schema).createOrReplaceTempView(secrets.NAME)
         self.log.append(f"-- temporary view {secrets.NAME} (the secret relation)")
         self._secret_loaded = True
 
@@ -303,6 +304,10 @@ class SparkBackend(Backend):
                     self._spark.catalog.dropTempView(name)
                 self._release(name)
         self._temps.clear()
+        if self._secret_loaded:  # the pads do not outlive the command in a shared session
+            with contextlib.suppress(Exception):
+                self._spark.catalog.dropTempView(secrets.NAME)
+            self._secret_loaded = False
         self._inlined.clear()
         self._inlined_columns.clear()
 
