@@ -4,11 +4,16 @@ the 18 kinds of identifier the rule says must be removed (issue 35 item 7).
 A column matches by its name (whole words of it: ``patient_email``, ``homePhone``, ``zip_code``)
 or by its values: a sample of at most :data:`SAMPLE` non-NULL values of each text column is read
 in SQL (``LIMIT``\\ ed; the values are tested here and never printed or returned), and a kind
-matches when at least :data:`VALUE_SHARE` of them fit its pattern. ARX's
+matches when at least :data:`VALUE_SHARE` of them fit its pattern. Names (kind A) and US cities
+(kind B) match by list (:mod:`sqlanon.hipaa_lists`, the ``hipaa`` extra): at least
+:data:`VALUE_SHARE` of the sample's distinct values (at least :data:`MIN_DISTINCT` of them) are
+first or last names or full names made of them, or names of US places; distinct values, as ARX
+counts, so a ``race`` column that is mostly ``White`` is not a surname column. ARX's
 ``RiskModelHIPAASafeHarbor`` does the same with a fuzzy name match (Levenshtein distance 1 or 2
 from a label list, so ``wage`` is an "age" there) and value validators; here names match by whole
 words, which misses misspellings but not the common forms, and ``age``/``state`` are not flagged
-as such because the rule allows them (ages up to 89, states).
+as such because the rule allows them (ages up to 89, states). ``tests/test_hipaa_arx.py`` runs
+ARX's matcher on a table with a column of each kind and lists every deliberate difference.
 
 What the rule allows in a coarser form is reported with its treatment, not as removal: a ZIP code
 keeps its first 3 digits (where the 3-digit area holds more than 20,000 people), a date keeps its
@@ -21,6 +26,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+from sqlanon import hipaa_lists
 from sqlanon.engines import Backend, Column
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
@@ -31,6 +37,10 @@ from sqlanon.sql.compile import ident
 SAMPLE = 200
 #: Share of the sampled non-NULL values that must fit a pattern for the column to match.
 VALUE_SHARE = 0.8
+
+#: Distinct sampled values a column needs before it is matched against the lists of names and cities
+#: (two or three values that happen to be surnames, ``White`` and ``Black``, say little).
+MIN_DISTINCT = 5
 
 #: The 18 kinds, by the letter of 45 CFR 164.514(b)(2)(i).
 KINDS = {
@@ -243,6 +253,31 @@ def match_values(values: list[str]) -> tuple[str, int] | None:
     return None
 
 
+def _is_name(v: str, first: frozenset[str], last: frozenset[str]) -> bool:
+    """A first or last name, or a full name: two or three words, each a name or an initial."""
+    ws = [w.strip(".") for w in re.split(r"[\s,]+", v) if w.strip(".")]
+    if not 1 <= len(ws) <= 3:
+        return False
+    if len(ws) == 1:
+        return ws[0] in first or ws[0] in last
+    return all(w in first or w in last or len(w) == 1 for w in ws) and any(len(w) > 1 for w in ws)
+
+
+def match_lists(values: list[str]) -> tuple[str, str, int, int] | None:
+    """(kind, what, hits, distinct) where at least :data:`VALUE_SHARE` of the distinct ``values``
+    are names (kind A) or US cities (kind B); None without the lists (see :mod:`sqlanon.hipaa_lists`)."""
+    distinct = {v.strip().lower() for v in values if v.strip()}
+    first, last, cities = hipaa_lists.first_names(), hipaa_lists.last_names(), hipaa_lists.us_cities()
+    if len(distinct) < MIN_DISTINCT or first is None or last is None or cities is None:
+        return None
+    shares = [
+        (sum(_is_name(v, first, last) for v in distinct), "A", "first, last or full names"),
+        (sum(v in cities for v in distinct), "B", "names of US cities"),
+    ]
+    hits, kind, what = max(shares)  # many cities are surnames too (Boston, Denver): the better fit
+    return (kind, what, hits, len(distinct)) if hits >= VALUE_SHARE * len(distinct) else None
+
+
 def sample(be: Backend, rel: Relation, column: Column, n: int = SAMPLE) -> list[str]:
     """At most ``n`` non-NULL values of ``column`` as text: for the patterns here only."""
     col = ident(column.name)
@@ -294,7 +329,11 @@ def _detect_one(
     values = sample(be, rel, c)
     found = match_values(values)
     if found is None:
-        return None
+        listed = match_lists(values)
+        if listed is None:
+            return None
+        kind, what, hits, n = listed
+        return Match(c.name, kind, "values", f"{hits} of {n} distinct sampled values are {what}")
     kind, hits = found
     treatment = ZIP3 if kind == "B" else DROP
     return Match(c.name, kind, "values", f"{hits} of {len(values)} sampled values fit its pattern", treatment)
@@ -312,8 +351,11 @@ def warnings(be: Backend, policy: Policy) -> list[str]:
     declared = {c.name: c.role for c in policy.columns}
     cols = [c for c in be.require_columns(policy.source, "source") if declared.get(c.name) != "identifier"]
     out = []
-    for name, m in detect(be, policy.source, cols).items():
+    found = detect(be, policy.source, cols)
+    for name, m in found.items():
         role = declared.get(name)
         what = "undeclared, so not published" if role is None else f"declared {role}"
         out.append(f"column {name!r} ({what}) matches {m.label}, by {m.detail}: {m.advice}")
+    if not hipaa_lists.available() and any(_textual(c) and c.name not in found for c in cols):
+        out.append(f"HIPAA Safe Harbor: {hipaa_lists.MISSING}")
     return out
