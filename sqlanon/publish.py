@@ -50,6 +50,7 @@ from sqlanon.metrics.optimum import check_node_release, walk
 from sqlanon.metrics.safepub_search import safepub_release
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
+from sqlanon.safepub import refuse_mondrian
 from sqlanon.sql.compile import Sql, ident
 from sqlanon.transform.perturb import Perturbed, materialise, search_policy, shown
 from sqlanon.transform.release import check_hash_release, internal_prefix, release_context, release_sql
@@ -78,6 +79,7 @@ def anonymise(
     if target is None and not dry_run:
         raise SqlanonError("target: the policy names no target relation to publish (or use --dry-run)")
     check_hash_release(policy, kind)
+    refuse_mondrian(policy.privacy.dp, algorithm or policy.search.algorithm)  # SafePub: a lattice node
     pre = preflight(be, policy, None if dry_run else target, replace)
     pert = materialise_sample(be, policy) if policy.privacy.dp else materialise(be, policy)  # SafePub: keyed
     plan = prepare(be, pert.policy)

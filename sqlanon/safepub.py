@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from sqlanon.errors import PolicyError
+from sqlanon.errors import PolicyError, SqlanonError
 
 #: The policy key under ``privacy`` that this module reads.
 DP_KEY = "differential_privacy"
@@ -174,6 +174,31 @@ def safepub_k(epsilon_anon: float, delta: float) -> int:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if d(mid) < delta else (mid, hi)
     return hi + 1  # ARX's loop increments once more after the k that meets delta (see the module)
+
+
+def refuse_mondrian(dp: DPRequirement | None, algorithm: str | None) -> None:
+    """SafePub's release is a lattice node drawn by the exponential mechanism; Mondrian's partitions
+    are cut where the data's medians lie, a data-dependent choice no part of epsilon pays for, so a
+    Mondrian release of the sample would carry no differential-privacy guarantee (ARX, too, refuses
+    local recoding with it: ``EDDifferentialPrivacy.isLocalRecodingSupported`` is false)."""
+    if dp is not None and algorithm == "mondrian":
+        raise SqlanonError(
+            "search.algorithm mondrian (or --algorithm): privacy.differential_privacy chooses a lattice "
+            "node by SafePub's exponential mechanism; Mondrian's median cuts would spend privacy its "
+            "guarantee does not cover: use another algorithm or drop differential_privacy"
+        )
+
+
+def refuse_dbt(dp: DPRequirement | None) -> None:
+    """A dbt model is a SELECT that dbt runs again at every build over the whole source: SafePub's
+    release is a sample drawn once under the secret key (which dbt has no unseen place for), so a
+    model would publish every record at the node, k-anonymous but not differentially private."""
+    if dp is not None:
+        raise SqlanonError(
+            "privacy.differential_privacy: SafePub's release is a keyed sample drawn once, which a dbt "
+            "model (re-run over the whole source at every build) cannot be; publish it with "
+            "`sqlanon anonymise` and read the table from dbt as a source"
+        )
 
 
 def _fail(key: str, msg: str) -> PolicyError:

@@ -417,3 +417,38 @@ def test_chosen_node_distribution_matches_arx(tmp_path: Path) -> None:
         p, got = ref.get(node, 0.0), arx.count(node) / runs
         err = 4 * math.sqrt(p * (1 - p) / runs) + 4 * math.sqrt(p * (1 - p) / samples) + 0.02
         assert abs(got - p) <= err, (node, got, p, ref)
+
+
+# --- what SafePub refuses, in one line --------------------------------------------------------
+
+
+@pytest.mark.parametrize("db", ["duckdb"], indirect=True)
+@pytest.mark.parametrize("how", ["policy", "flag"])
+def test_mondrian_is_refused_naming_why(table: TestDB, tmp_path: Path, how: str) -> None:
+    """Mondrian's median cuts are a data-dependent choice no part of epsilon pays for (before: the
+    run failed with "--levels: a Mondrian release has no levels", though no --levels was given)."""
+    path = _dp_policy(tmp_path, "main.t_mondrian")
+    if how == "policy":
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        path.write_text(yaml.safe_dump({**doc, "search": {"algorithm": "mondrian"}}), encoding="utf-8")
+    flag = ["--algorithm", "mondrian"] if how == "flag" else []
+    for dry in ([], ["--dry-run"]):
+        code, _out, err = cli("anonymise", str(path), "--db", table.url, *flag, *dry)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "mondrian" in err and "differential_privacy" in err and "--levels" not in err, err
+    assert not table.sql("SELECT * FROM information_schema.tables WHERE table_name = 't_mondrian'")
+
+
+@pytest.mark.parametrize("db", ["duckdb"], indirect=True)
+def test_dbt_is_refused_and_writes_nothing(table: TestDB, tmp_path: Path) -> None:
+    """A dbt model re-reads the whole source at every build: it cannot be SafePub's sample (before:
+    `sqlanon dbt` wrote a k-anonymous model of every record, with no word of the guarantee lost)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "dbt_project.yml").write_text("name: p\nprofile: p\n", encoding="utf-8")
+    policy = str(_dp_policy(tmp_path, "main.t_dbt"))
+    for levels in ([], ["--levels", "a=1,b=1"]):
+        code, _out, err = cli("dbt", policy, "--db", table.url, "--project", str(project), *levels)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "differential_privacy" in err and "sqlanon anonymise" in err, err
+    assert [p.name for p in project.rglob("*")] == ["dbt_project.yml"]

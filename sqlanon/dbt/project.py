@@ -33,6 +33,7 @@ from sqlanon.presence import estimated_k
 from sqlanon.profitability import profitability_min_size
 from sqlanon.publish import anonymise
 from sqlanon.relation import Relation
+from sqlanon.safepub import refuse_dbt
 from sqlanon.sql.compile import to_sql
 from sqlanon.transform.hierarchy import Hierarchy
 from sqlanon.transform.release import release_context
@@ -151,6 +152,7 @@ def release_select(
             f"columns.{policy.perturbed[0].name}.perturb: perturbation needs the secret key, which a dbt "
             "model cannot hold unseen; publish it with sqlanon anonymise (a table)"
         )
+    refuse_dbt(policy.privacy.dp)  # SafePub: a sample drawn once (sqlanon.safepub)
     hierarchies = build_hierarchies(policy, check_columns(be, policy))
     node = None
     if levels is not None:
