@@ -101,3 +101,30 @@ def test_missing_or_short_key_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
         "table",
     )
     assert code == 2 and err.startswith("error: action hash: set the environment variable SQLANON_HASH_KEY")
+
+
+def test_a_reused_session_draws_with_the_key_set_now(
+    db: TestDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's session outlives a command: when the key changes between two releases on it, the
+    second is keyed by the new key (it was keyed by the first command's pads, loaded once)."""
+    from sqlanon import api
+
+    cols = ["pid", "zip"]
+    rows = [[str(2000 + i), "4767" + str(i % 2)] for i in range(6)]
+    db.load("people2", cols, rows, ["VARCHAR", "VARCHAR"])
+    pol = {
+        "source": "main.people2",
+        "target": "main.people2_out",
+        "columns": {"pid": {"role": "identifier", "action": "hash"}, "zip": "quasi"},
+        "privacy": {"k": 2},
+    }
+    keys = [b"first-key-0123456789", b"second-key-0123456789"]
+    with api.connect(db.url) as be:
+        for i, key in enumerate(keys):
+            monkeypatch.setenv("SQLANON_HASH_KEY", key.decode())
+            api.anonymise(pol | {"target": f"main.people2_out{i}"}, be)
+            be.commit()
+    for i, key in enumerate(keys):
+        published = {r[0] for r in db.sql(f'SELECT "pid" FROM "main"."people2_out{i}"')}
+        assert published == {_expected(key, r[0]) for r in rows}, key

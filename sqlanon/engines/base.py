@@ -90,6 +90,8 @@ class Backend:
     _inlined: dict[str, exp.Expression] = field(default_factory=dict)
     _inlined_columns: dict[str, list[Column]] = field(default_factory=dict)
     _secret_loaded: bool = False
+    #: :func:`sqlanon.sql.secrets.fingerprint` of the pads loaded (reloaded when the keys change).
+    _secret_of: str = field(default="", repr=False)
     #: PostgreSQL: the user's search path, read before sqlanon fixed its own (see :class:`SearchPath`).
     search_path: SearchPath | None = None
 
@@ -114,7 +116,7 @@ class Backend:
             sql = to_sql(name, self.dialect, kind=kind, inline=self._inlined, **context)
         else:
             sql = to_sql(name, self.dialect, kind=kind, **context)
-        if not self._secret_loaded and secrets.uses_secret(sql):
+        if secrets.uses_secret(sql) and (not self._secret_loaded or self._secret_of != secrets.fingerprint()):
             self.load_secrets()
         return sql
 
@@ -133,6 +135,7 @@ class Backend:
         # Qualified by the temporary schema: only this session's own relation can be dropped (a
         # rollback may have taken the one it loaded earlier with it).
         statements = [f"DROP TABLE IF EXISTS {rel}", f"CREATE TEMP TABLE {rel} ({cols})"]
+        row = secrets.secret_row()
         try:
             for sql in statements:
                 self.log.append(sql)
@@ -142,11 +145,11 @@ class Backend:
                 copy = f"COPY {rel} FROM STDIN"
                 self.log.append(copy)
                 with raw.cursor() as cur, cur.copy(copy) as cp:
-                    cp.write_row(secrets.secret_row().values)
+                    cp.write_row(row.values)
             else:
                 insert = f"INSERT INTO {rel} VALUES (?, ?, ?, ?)"
                 self.log.append(insert)
-                raw.execute(insert, list(secrets.secret_row().values))
+                raw.execute(insert, list(row.values))
         except Exception as e:  # noqa: BLE001 - never the driver's text: a COPY error quotes its row
             interrupt.check()
             raise SqlanonError(
@@ -154,6 +157,7 @@ class Backend:
                 f"({type(e).__name__}); nothing was published"
             ) from None
         self._secret_loaded = True
+        self._secret_of = secrets.fingerprint(row)
 
     def query(self, name: str, /, **context: object) -> list[tuple]:
         """Run a SELECT template and return its rows (aggregates only, never the source rows)."""

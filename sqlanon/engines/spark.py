@@ -137,7 +137,8 @@ class SparkBackend(Backend):
         from pyspark.sql.types import StringType, StructField, StructType
 
         schema = StructType([StructField(c, StringType(), True) for c in secrets.COLUMNS.values()])
-        values = secrets.secret_row().values
+        row = secrets.secret_row()
+        values = row.values
         jsession = getattr(self._spark, "_jsparkSession", None)
         if jsession is not None:
             jvm = self._spark._jvm
@@ -153,6 +154,7 @@ class SparkBackend(Backend):
             self._spark.createDataFrame([values], schema).createOrReplaceTempView(secrets.NAME)
         self.log.append(f"-- temporary view {secrets.NAME} (the secret relation)")
         self._secret_loaded = True
+        self._secret_of = secrets.fingerprint(row)
 
     # -- catalogue ---------------------------------------------------------------------------
     def columns(self, rel: Relation) -> list[Column]:

@@ -115,6 +115,15 @@ def secret_row(env: Mapping[str, str] | None = None) -> SecretRow:
     return SecretRow(tuple(out))
 
 
+def fingerprint(row: SecretRow | None = None) -> str:
+    """A digest of the pads a session loaded (of the keys set now, by default): a session reloads
+    its secret relation when the keys changed between two commands on it (the API's reused
+    session), instead of drawing with the first command's key. A digest of HMAC outputs, held in
+    memory only, tells nothing of a key."""
+    row = secret_row() if row is None else row
+    return hashlib.sha256("\x1f".join(v or "" for v in row.values).encode()).hexdigest()
+
+
 def relation(dialect: str) -> exp.Table:
     """The secret relation as each engine names its session-temporary relations."""
     if dialect == "duckdb":
