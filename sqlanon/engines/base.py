@@ -135,8 +135,8 @@ class Backend:
         # Qualified by the temporary schema: only this session's own relation can be dropped (a
         # rollback may have taken the one it loaded earlier with it).
         statements = [f"DROP TABLE IF EXISTS {rel}", f"CREATE TEMP TABLE {rel} ({cols})"]
-        row = secrets.secret_row()
         try:
+            row = secrets.secret_row()
             for sql in statements:
                 self.log.append(sql)
                 self._conn.exec_driver_sql(sql)
