@@ -7,3 +7,8 @@ class SqlanonError(Exception):
 
 class PolicyError(SqlanonError):
     """The policy file is invalid; the message names the offending key."""
+
+
+class EmptyRelationError(SqlanonError):
+    """A measured relation has no record: a candidate release whose every class is suppressed
+    (the search passes such a node over, :func:`sqlanon.metrics.optimum.choose`)."""

@@ -22,11 +22,11 @@ suppressed (ARX's criteria work with its suppression limit; so do sqlanon's chec
 only where the publisher's payout ``B (1 - IL) - (L p if G p - C > 0)`` is positive, IL ARX's
 entropy-based information loss of the class (from each QI label's share of its hierarchy's rows).
 IL needs the class's labels, which the search's classes (grouped by level codes) do not carry, so
-it is decided in SQL per class of each candidate's release (:mod:`sqlanon.measure.
-profitability_attack`), a table-wide check as the journalist's: every class of the release must
-pay the publisher, none is suppressed for it. With ``privacy.suppression`` that is stricter than
-ARX, which suppresses the failing classes within its limit; without, it is ARX's verdict. ARX
-calls the model non-monotone, and sqlanon's check prunes nothing: every node the other
+it is decided in SQL per class of each candidate's release, as the journalist's threshold is (it
+reads the population): :func:`sqlanon.measure.presence.class_predicates`. As in ARX, each is a
+per-class criterion: a failing class is suppressed with the classes that fail k (one suppression
+limit for all), the release drops it, and the search re-verifies each candidate's release. ARX
+calls the attack model non-monotone, and sqlanon's check prunes nothing: every node the other
 requirements allow is a candidate, best first.
 
 Kept apart from :mod:`sqlanon.policy` (at its size limit), which stores what is parsed here in
@@ -179,9 +179,10 @@ def parse_profitability(privacy: dict, has_population: bool) -> Profitability | 
 
 
 def profitability_checks(privacy: Any) -> list[tuple[str, exp.Expression]]:
-    """The class-local check (label, violation predicate over the class table ``c``): the
-    prosecutor's no-attack rule is a class size, decided by the search like k. The journalist's
-    reads the population, a table-wide check on each candidate release (:func:`journalist_ok`)."""
+    """The class-size check (label, violation predicate over the class table ``c``): the
+    prosecutor's no-attack rule, decided by the search like k. The journalist's reads the
+    population and the attack games the class's labels: per-class checks measured against the
+    population (:func:`sqlanon.measure.presence.class_predicates`)."""
     p: Profitability | None = getattr(privacy, "profitability", None)
     if p is None or p.model != "prosecutor" or p.attack:
         return []
@@ -207,20 +208,14 @@ def is_table_wide(privacy: Any) -> bool:
 def profitability_assessment(
     privacy: Any, k_min: int, min_population: int | None, attack: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """``assess``'s ``profitability`` figures and, for the table-wide rules, their verdict and
-    violating records. Journalist without attack: the smallest population class among the
-    release's classes reaches the threshold (ARX's ``ProfitabilityJournalistNoAttack``: pcount >= K
-    for every class). With attack (``attack``: :func:`sqlanon.measure.profitability_attack.
-    attack_figures`): every class pays the publisher. The prosecutor's no-attack verdict comes
-    with suppression from :func:`profitability_checks`."""
+    """``assess``'s ``profitability`` figures: the threshold, the adversary's best expected payout
+    over the classes and, with attack (``attack``: :func:`sqlanon.measure.profitability_attack.
+    attack_figures`), the publisher's least payout and the classes that do not pay it. The verdicts
+    are per class, with suppression: the prosecutor's no-attack rule from
+    :func:`profitability_checks`, the journalist's and the attack games from
+    :func:`sqlanon.measure.presence.class_predicates`."""
     p: Profitability | None = getattr(privacy, "profitability", None)
     if p is None:
         return {}
     smallest = float(k_min) if p.model == "prosecutor" else min_population
-    out: dict[str, Any] = {"figures": p.figures(smallest, attack)}
-    if p.attack and attack is not None:
-        out["satisfied"] = {p.label: attack["records"] == 0}
-        out["violations"] = {p.label: attack["records"]}
-    elif p.model == "journalist" and not p.attack:
-        out["satisfied"] = {p.label: min_population is not None and min_population >= p.threshold}
-    return out
+    return {"figures": p.figures(smallest, attack)}

@@ -20,10 +20,10 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.engines import Backend
-from sqlanon.errors import SqlanonError
+from sqlanon.errors import EmptyRelationError, SqlanonError
 from sqlanon.measure.columns import check_columns
 from sqlanon.measure.likeness import checked_attributes, likeness_checks, likeness_figures
-from sqlanon.measure.presence import presence_figures
+from sqlanon.measure.presence import population_checks, presence_figures
 from sqlanon.measure.profitability_attack import attack_figures
 from sqlanon.measure.tcloseness_hier import freq_hier_context, hier_figure
 from sqlanon.measure.wildcard import wildcard_risk
@@ -289,7 +289,7 @@ def assess_tables(
     summary = be.query("assess/summary", classes=ft.classes, k=k_policy)[0]
     n_rows = int(summary[0] or 0)
     if n_rows == 0:
-        raise SqlanonError(f"source: relation {str(rel)!r} is empty; there is nothing to measure")
+        raise EmptyRelationError(f"source: relation {str(rel)!r} is empty; there is nothing to measure")
     if reference is None:  # the source (not a release of it): its size derives k-map's k'
         resolve(policy, n_rows)
     n_classes, k_min = int(summary[1]), int(summary[2])
@@ -382,6 +382,8 @@ def assess_tables(
 
     # Requirements, each with the records in the classes that violate it.
     checks = requirement_checks(policy, stats_alias)
+    pjoins, pchecks = population_checks(be, policy, ft, population_exprs, EPS)  # k-map, delta-presence,
+    joins, checks = joins + pjoins, checks + pchecks  # profitability per class, as ARX (measure/presence)
     allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
     satisfied: dict[str, bool] = {}
     violations: dict[str, int] = {}
@@ -413,14 +415,8 @@ def assess_tables(
     }
     if policy.population is not None:
         risk.update(_population_risk(be, policy, ft, population_exprs))
-    others = (joins, _sql(exp.or_(*[c for _, c in checks]))) if checks else ([], None)
-    presence, pres_ok, pres_bad, union = presence_figures(
-        be, policy, ft, population_exprs, allowed, EPS, others, reference
-    )
-    if union is not None:  # the classes failing a bound or a check above, each suppressed once
-        any_records, any_classes = union
-    satisfied.update(pres_ok)  # delta-presence, k-map (sqlanon/measure/presence.py)
-    violations.update(pres_bad)
+    presence, pres_ok = presence_figures(be, policy, ft, population_exprs, reference)
+    satisfied.update(pres_ok)  # delta-presence's unmatched population class (sqlanon/measure/presence.py)
     for kind, bound in policy.privacy.risk.items():
         if kind == "prosecutor":
             continue  # class-local: checked with suppression above
@@ -428,8 +424,6 @@ def assess_tables(
         satisfied[f"risk.{kind} <= {bound:g}"] = value is not None and value <= bound + EPS
     attack = attack_figures(be, policy, ft, population_exprs)  # Wan et al. with attack, per class
     prof = profitability_assessment(policy.privacy, k_min, _min_population(risk), attack)
-    satisfied.update(prof.get("satisfied", {}))  # journalist, attack: table-wide, as journalist risk
-    violations.update(prof.get("violations", {}))
     if checks or policy.privacy.risk or prof or pres_ok:
         satisfied["all"] = all(satisfied.values()) and any_records <= allowed
 

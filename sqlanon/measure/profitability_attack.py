@@ -113,11 +113,16 @@ def information_loss(policy: Policy, aliases: list[Sql]) -> exp.Expression:
     )
 
 
-def publisher_payout(p: Profitability) -> exp.Expression:
-    """ARX's ``getExpectedPublisherPayout`` over ``g.il`` and ``g.prob``."""
-    il, prob = exp.column("il", table="g"), exp.column("prob", table="g")
+def publisher_payout(
+    p: Profitability, il: exp.Expression | None = None, prob: exp.Expression | None = None
+) -> exp.Expression:
+    """ARX's ``getExpectedPublisherPayout`` over ``il`` and ``prob`` (default ``g.il``, ``g.prob``)."""
+    # Parenthesised: sqlglot nests the trees as given, and 1 - (1 + x / y) must not print as 1 - 1 + x / y.
+    il = exp.Paren(this=il) if il is not None else exp.column("il", table="g")
+    prob = exp.Paren(this=prob) if prob is not None else exp.column("prob", table="g")
     benefit = exp.Mul(
-        this=_double(p.publisher_benefit), expression=exp.Paren(this=exp.Sub(this=_double(1), expression=il))
+        this=_double(p.publisher_benefit),
+        expression=exp.Paren(this=exp.Sub(this=_double(1), expression=il.copy())),
     )
     adversary = exp.Sub(
         this=exp.Mul(this=_double(p.adversary_gain), expression=prob.copy()),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sqlanon.errors import SqlanonError
+from sqlanon.errors import EmptyRelationError, SqlanonError
 from sqlanon.lattice import Node, NodeResult, Plan, Progress, SearchResult, run_search
 from sqlanon.lattice.local import local_plan, location
 from sqlanon.measure.release import release_check
@@ -131,7 +131,10 @@ def choose(plan: Plan, result: SearchResult, metric: str) -> tuple[Node, dict[st
     while True:
         ctx = release_context(plan.policy, plan.hierarchies, node, src_cols)
         rel = None if one_pass(ctx) else plan.be.create_temp("release", "publish/_release", **ctx)
-        _result, bad, missing = check_node_release(plan, rel, node, ctx)
+        try:
+            _result, bad, missing = check_node_release(plan, rel, node, ctx)
+        except EmptyRelationError:  # every class suppressed (k-map, a game: sqlanon.measure.presence)
+            bad, missing = ["all"], plan.n_rows
         if not bad and missing <= plan.allowed:
             info["risk_checked"] = len(tried) + 1
             return node, info
@@ -257,4 +260,5 @@ def one_pass(ctx: dict[str, Any]) -> bool:
     from its source in one GROUP BY: its classes need only their size (no l or t, records
     removed rather than masked), and it reads the source's own rows (no perturbation, no
     Mondrian partition)."""
-    return bool(ctx["count_only"]) and not ctx["pt"] and not ctx["mp"]
+    # popf: the release also drops classes failing a population criterion (sqlanon.measure.presence).
+    return bool(ctx["count_only"]) and not ctx["pt"] and not ctx["mp"] and not ctx.get("popf")

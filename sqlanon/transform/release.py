@@ -10,7 +10,8 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.errors import SqlanonError
-from sqlanon.measure.assessment import _l_rank, _sort_key, checked_sensitive, requirement_checks
+from sqlanon.measure.assessment import EPS, _l_rank, _sort_key, checked_sensitive, requirement_checks
+from sqlanon.measure.presence import release_filter
 from sqlanon.measure.tcloseness_hier import hier_context
 from sqlanon.policy import ColumnSpec, Policy
 from sqlanon.relation import Relation
@@ -122,7 +123,14 @@ def release_context(
         "cid_alias": ident(f"{internal}cid"),
         "attrs": attrs,
         "any_check": Sql(any_check.sql(CANONICAL)),
+        # k-map, delta-presence, the profitability games: their failing classes removed too, as
+        # ARX suppresses them (sqlanon/measure/presence.py, _macros/population_filter.sql.j2).
+        "popf": None if partition is not None else release_filter(policy, _node_exprs(by_name), EPS),
     }
+
+
+def _node_exprs(by_name: dict[str, tuple[Hierarchy, int | None]]) -> dict[str, Sql]:
+    return {name: h.sql(int(lvl or 0), ident(name)) for name, (h, lvl) in by_name.items()}
 
 
 def _count_check(check: exp.Expression, n_alias: str, table: str) -> exp.Expression:
