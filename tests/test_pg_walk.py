@@ -134,8 +134,20 @@ def _node_results(plan: Any) -> dict:
     return Evaluator(plan).evaluate(nodes)
 
 
+#: Hierarchy forms whose labels the local DuckDB computes when PostgreSQL's coding is staged: ARX's
+#: files, intervals on the integer age (division, rounding), masking of the text education.
+FORMS = {
+    "files": {},
+    "interval_mask": {
+        "age": {"interval": {"widths": [5, 10, 20]}},
+        "education": {"mask": "right", "levels": 3},
+    },
+}
+
+
+@pytest.mark.parametrize("form", list(FORMS))
 def test_staged_coding_keeps_the_coded_table_out_of_postgres(
-    db: Any, monkeypatch: pytest.MonkeyPatch
+    db: Any, monkeypatch: pytest.MonkeyPatch, form: str
 ) -> None:
     """Where the walk will be local on PostgreSQL (sqlanon/lattice/local.py ``stage_coded``), the
     frequency table's values are copied and coded in the local DuckDB: PostgreSQL never builds
@@ -145,8 +157,15 @@ def test_staged_coding_keeps_the_coded_table_out_of_postgres(
     database``), evaluated in PostgreSQL."""
     _load(db)
     monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0)  # the test table is small
+
+    def pol(where: str) -> dict:
+        out = _policy(where)
+        for c, h in FORMS[form].items():
+            out["columns"][c]["hierarchy"] = h
+        return out
+
     with session(db.url) as be:
-        plan = prepare(be, parse_policy(_policy("auto")))
+        plan = prepare(be, parse_policy(pol("auto")))
         made = [s for s in be.log if plan.coded.name in s]
         staged = plan.coded.name in localdb._STAGED
         with local.local_plan(plan) as lp:
@@ -154,7 +173,7 @@ def test_staged_coding_keeps_the_coded_table_out_of_postgres(
             here = _node_results(lp)
         assert not localdb._STAGED and lp.be._conn.closed  # taken by the walk, closed after it
     with session(db.url) as be:
-        inside = prepare(be, parse_policy(_policy("database")))
+        inside = prepare(be, parse_policy(pol("database")))
         there = _node_results(inside)
         assert (inside.card, inside.base_rows) == (plan.card, plan.base_rows)
     if db.kind == "postgres":

@@ -93,7 +93,7 @@ class Backend:
     #: PostgreSQL: the user's search path, read before sqlanon fixed its own (see :class:`SearchPath`).
     search_path: SearchPath | None = None
     #: Temporary tables built only when a statement first names them (name -> the statement that
-    #: builds it): the search's coded table where the walk codes it locally (sqlanon/lattice/local.py).
+    #: builds it): the coded table where the walk codes it locally (sqlanon/lattice/localdb.py).
     deferred: dict[str, Callable[[], object]] = field(default_factory=dict)
 
     # -- statements -------------------------------------------------------------------------
