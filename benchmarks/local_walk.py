@@ -12,6 +12,9 @@ builds the Adult-like table of benchmarks/data.py (``recombine``) in a throwaway
 - ``publish[where]``: the same without ``--dry-run``, publishing a view with ``--replace`` (the
   search, then create, verify and swap: publishing costs this minus the search).
 
+Each floor and search run also records its CPU seconds: the process's (user + system, with
+DuckDB's threads) and the cluster's backends' over the run (``cpu_s_process_server``).
+
 Medians go to benchmarks/results/<UTC time>_local-walk_rows-<n>_postgres.json with every rep's
 time, the node each walk chose (they must agree) and the rows the local walk copied. Nothing is
 asserted.
@@ -23,6 +26,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,12 +56,31 @@ def _policy(supp: float) -> dict[str, Any]:
     }
 
 
-def _timed(cmd: list[str]) -> tuple[float, str]:
+#: CPU seconds of each timed process and of the PostgreSQL cluster's backends during it (the
+#: machine is shared: wall times swing with its load, CPU far less), by label.
+CPU: dict[str, list[tuple[float, float]]] = {}
+
+
+def _server_cpu(cluster: Any) -> float:
+    """CPU seconds of the cluster's postmaster and every process it has reaped: the backends, and
+    any autovacuum worker that ran meanwhile (Linux /proc)."""
+    pid = int((Path(cluster.datadir) / "postmaster.pid").read_text().split()[0])
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed(cmd: list[str], cluster: Any = None, label: str = "") -> tuple[float, str]:
+    r0, s0 = resource.getrusage(resource.RUSAGE_CHILDREN), _server_cpu(cluster) if cluster else 0.0
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     took = time.perf_counter() - t0
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({res.returncode}): {res.stderr.strip()[-500:]}")
+    if label:
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        mine = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+        server = _server_cpu(cluster) - s0 if cluster else 0.0
+        CPU.setdefault(label, []).append((round(mine, 2), round(server, 2)))
     return took, res.stdout
 
 
@@ -112,14 +135,14 @@ def main() -> None:
             runs: dict[str, list[float]] = {"floor": []}
             seen: dict[str, Any] = {}
             for rep in range(args.reps):
-                runs["floor"].append(_timed(floor_cmd)[0])
+                runs["floor"].append(_timed(floor_cmd, cluster, "floor")[0])
                 for supp in supps:
                     path = work / f"policy_{round(supp * 100)}.json"
                     path.write_text(json.dumps(_policy(supp)))
                     for where in ("database", "local"):
                         label = f"supp{round(supp * 100)}:{where}"
                         base = [sqlanon, "anonymise", str(path), "--db", url, "--json", "--search-in", where]
-                        took, text = _timed([*base, "--dry-run"])
+                        took, text = _timed([*base, "--dry-run"], cluster, f"search[{label}]")
                         res = json.loads(text)
                         runs.setdefault(f"search[{label}]", []).append(took)
                         seen[label] = {
@@ -140,6 +163,7 @@ def main() -> None:
             out["sizes"][key] = {
                 "data": built,
                 "seconds": {k: [round(x, 3) for x in v] for k, v in runs.items()},
+                "cpu_s_process_server": {k: CPU.pop(k) for k in list(CPU)},
                 "median_s": {k: round(v, 3) for k, v in med.items()},
                 "x_floor": {k: round(v / floor, 2) for k, v in med.items()},
                 "walks": seen,

@@ -27,7 +27,7 @@ from sqlanon import api
 from sqlanon.cli import main
 from sqlanon.engines import session
 from sqlanon.errors import PolicyError, SqlanonError
-from sqlanon.lattice import local, prepare
+from sqlanon.lattice import local, localdb, prepare
 from sqlanon.policy import parse_policy
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ENGINES_SPARK, _make_db, read_adult
 
@@ -93,6 +93,27 @@ def test_local_and_database_walks_agree(adb: Any, case: str, capfd: pytest.Captu
     assert here["rows_transferred"] == distinct * (2 if case == "k3_t" else 1)
     out, err = capfd.readouterr()
     assert out == "" and err == ""  # nothing printed, least of all the copied tables
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_staged_local_walk_agrees(adb: Any, case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL from STAGE_MIN_ROWS source rows, the local walk codes the frequency table's
+    values in its DuckDB (sqlanon/lattice/local.py ``stage_coded``): the same node and the same
+    published rows as the in-database walk, and the frequency table crosses once (t-closeness
+    and ncp read the same copy)."""
+    if adb.kind != "postgres":
+        pytest.skip("staging is PostgreSQL's")
+    monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0)  # 3,000 rows here
+    inside = api.anonymise(_policy(case, "database", f"anon_sdb_{case}"), adb.url, replace=True).to_dict()
+    here = api.anonymise(_policy(case, "local", f"anon_slocal_{case}"), adb.url, replace=True).to_dict()
+    assert here["search_location"] == "local" and not localdb._STAGED  # taken and closed
+    assert here["node"] == inside["node"]
+    assert here["optimum"]["value"] == pytest.approx(inside["optimum"]["value"], rel=1e-9)
+    assert here["suppressed_records"] == inside["suppressed_records"]
+    assert _published(adb, f"anon_slocal_{case}", QIS) == _published(adb, f"anon_sdb_{case}", QIS)
+    listed = ", ".join(f'"{c}"' for c in [*QIS, "occupation"])
+    distinct = adb.sql(f"SELECT COUNT(*) FROM (SELECT DISTINCT {listed} FROM main.adult) AS d")[0][0]
+    assert here["rows_transferred"] == distinct
 
 
 def test_auto_walks_locally_on_warehouses_only(adb: Any, monkeypatch: pytest.MonkeyPatch) -> None:

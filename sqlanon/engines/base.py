@@ -94,6 +94,9 @@ class Backend:
     _secret_of: str = field(default="", repr=False)
     #: PostgreSQL: the user's search path, read before sqlanon fixed its own (see :class:`SearchPath`).
     search_path: SearchPath | None = None
+    #: Temporary tables built only when a statement first names them (name -> the statement that
+    #: builds it): the coded table where the walk codes it locally (sqlanon/lattice/localdb.py).
+    deferred: dict[str, Callable[[], object]] = field(default_factory=dict)
 
     # -- statements -------------------------------------------------------------------------
     def _run(self, sql: str) -> Any:
@@ -118,6 +121,8 @@ class Backend:
             sql = to_sql(name, self.dialect, kind=kind, **context)
         if secrets.uses_secret(sql) and (not self._secret_loaded or self._secret_of != secrets.fingerprint()):
             self.load_secrets()
+        for rel_name in [n for n in self.deferred if n in sql]:
+            self.deferred.pop(rel_name)()
         return sql
 
     def load_secrets(self) -> None:

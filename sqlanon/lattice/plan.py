@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
+from sqlanon.lattice.localdb import stage_coded
 from sqlanon.likeness import likeness_monotone
 from sqlanon.measure.assessment import (
     EPS,
@@ -314,20 +315,17 @@ def prepare(be: Backend, policy: Policy) -> Plan:
             )
     # A code is below its column's number of distinct values, at most n_rows (coded.sql.j2).
     code_type = Sql("INTEGER" if n_rows < INT_CODES_BELOW else "BIGINT")
-    coded = be.create_temp(
-        "coded",
-        "search/coded",
-        base=base.freq,
-        qis=qis,
-        sid_aliases=base.sid_aliases,
-        code_type=code_type,
-        one_scan=be.dialect == "postgres",  # the dictionaries' values in one scan (coded.sql.j2)
-    )
     keys = list(code_alias)
-    # One scan of the coded table: its rows, the coverage bits, each level's number of labels.
-    summary = be.query(
-        "search/cardinalities", coded=coded, aliases=[code_alias[k] for k in keys], flags=bool(bits)
-    )[0]
+    coding = {"base": base.freq, "qis": qis, "sid_aliases": base.sid_aliases, "code_type": code_type}
+    aliases = [code_alias[k] for k in keys]
+    staged = stage_coded(be, policy, base, n_rows, coding, aliases, bool(bits))  # coded in a local DuckDB
+    if staged is None:
+        # the dictionaries' values in one scan on PostgreSQL (coded.sql.j2)
+        coded = be.create_temp("coded", "search/coded", **coding, one_scan=be.dialect == "postgres")
+        # One scan of the coded table: its rows, the coverage bits, each level's number of labels.
+        summary = be.query("search/cardinalities", coded=coded, aliases=aliases, flags=bool(bits))[0]
+    else:
+        coded, summary = staged
     base_rows = int(summary[0])
     if bits:
         # The coverage check on the coded table's dictionaries (see templates/search/coded.sql.j2).
