@@ -15,7 +15,6 @@ tests/test_bad_input.py that a value a hierarchy does not cover is still refused
 
 from __future__ import annotations
 
-import gc
 import sys
 from typing import Any
 
@@ -255,13 +254,12 @@ def test_staged_coding_still_refuses_an_uncovered_value(
     (tmp_path / "sex.csv").write_text("Male;*\n", encoding="utf-8")  # no 'Female'
     pol = _policy("auto")
     pol["columns"]["sex"]["hierarchy"] = {"file": str(tmp_path / "sex.csv")}
-    with session(db.url) as be, pytest.raises(SqlanonError, match=r"columns.sex.hierarchy: .*'Female'"):
-        prepare(be, parse_policy(pol))
-    staged = [local for local, _ in localdb._STAGED.values()]
-    assert len(staged) == (1 if db.kind == "postgres" else 0)
-    del be
-    gc.collect()
-    # The refused plan's local DuckDB went with the session's objects (weakref.finalize).
+    with session(db.url) as be:
+        with pytest.raises(SqlanonError, match=r"columns.sex.hierarchy: .*'Female'"):
+            prepare(be, parse_policy(pol))
+        staged = [local for local, _ in localdb._STAGED.values()]
+        assert len(staged) == (1 if db.kind == "postgres" else 0)
+    # The refused plan's local DuckDB went with the session.
     assert not localdb._STAGED and all(b._conn.closed for b in staged)
 
 
@@ -287,3 +285,20 @@ def test_one_staged_duckdb_per_session(db: Any, monkeypatch: pytest.MonkeyPatch)
         with local.local_plan(second) as lp2:
             assert Evaluator(lp2).evaluate([top]) == one
     assert not any(second.coded.name in s and "CREATE" in s.upper() for s in be.log)
+
+
+def test_a_staged_duckdb_never_walked_closes_with_the_session(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan prepared but never walked (``evaluate``, ``--levels``) leaves its staged DuckDB, a
+    copy of the frequency table, open no longer than the session (it waited for the garbage
+    collector)."""
+    if db.kind != "postgres":
+        pytest.skip("staging is PostgreSQL's")
+    _load(db)
+    monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0)
+    with session(db.url) as be:
+        plan = prepare(be, parse_policy(_policy("auto")))
+        staged = localdb._STAGED[plan.coded.name][0]
+        keep = be  # the session object outlives its close: only close() may release the copy
+    assert plan.coded.name not in localdb._STAGED and staged._conn.closed and keep is not None

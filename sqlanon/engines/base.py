@@ -97,6 +97,8 @@ class Backend:
     #: Temporary tables built only when a statement first names them (name -> the statement that
     #: builds it): the coded table where the walk codes it locally (sqlanon/lattice/localdb.py).
     deferred: dict[str, Callable[[], object]] = field(default_factory=dict)
+    #: Called when the session closes (a local DuckDB holding a copy of personal aggregates).
+    on_close: list[Callable[[], object]] = field(default_factory=list, repr=False)
 
     # -- statements -------------------------------------------------------------------------
     def _run(self, sql: str) -> Any:
@@ -297,6 +299,9 @@ class Backend:
 
     def close(self) -> None:
         try:
+            while self.on_close:
+                with contextlib.suppress(Exception):
+                    self.on_close.pop()()
             self.drop_temps()
         finally:
             with interrupt.deferred():

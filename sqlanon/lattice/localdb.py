@@ -175,7 +175,8 @@ def stage_coded(
 
     be.deferred[coded.name] = build_in_warehouse
     _STAGED[coded.name] = (local, id(be))
-    weakref.finalize(be, _discard, coded.name)  # prepared but never walked: closed with the session
+    be.on_close.append(lambda: _discard(coded.name))  # prepared but never walked: closed with the session
+    weakref.finalize(be, _discard, coded.name)  # ... or when a session never closed is collected
     return coded, tuple(summary)
 
 
