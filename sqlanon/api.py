@@ -342,7 +342,9 @@ def compile(  # noqa: A001 - the command's name
     db: DatabaseLike = None,
     publish_as: str | None = None,
 ) -> str:
-    """The CREATE VIEW (or TABLE) statement of the release for ``dialect`` (no trailing ';').
+    """The CREATE VIEW (or TABLE) statement of the release for ``dialect`` (no trailing ';'); a
+    PostgreSQL view as ``anonymise`` publishes it: its definer function's statements, then the
+    view (:func:`sqlanon.transform.release.release_sql` with ``definer``), joined by ``;``.
 
     With ``levels`` and no ``db`` no database is needed; otherwise ``db`` is searched first.
     """

@@ -141,6 +141,14 @@ class Search:
     where: str = "auto"  # where the search walks: sqlanon.search_where
 
 
+def keyed_columns(columns: tuple[ColumnSpec, ...]) -> list[str]:
+    """The columns whose published values need a secret key: hashed identifiers, then perturbed
+    columns. The one list behind a keyed release's default ``publish.as: table`` (the parser) and
+    its refusal as a view (``sqlanon.transform.release.check_hash_release``)."""
+    hashed = [c.name for c in columns if c.role == "identifier" and c.action == "hash"]
+    return hashed + [c.name for c in columns if c.perturb is not None]
+
+
 @dataclass(frozen=True)
 class Policy:
     source: Relation
@@ -158,6 +166,11 @@ class Policy:
     @property
     def perturbed(self) -> list[ColumnSpec]:
         return [c for c in self.columns if c.perturb is not None]
+
+    @property
+    def secret_columns(self) -> list[str]:
+        """:func:`keyed_columns` of this policy: a release of any of them is a table."""
+        return keyed_columns(self.columns)
 
     @property
     def quasi(self) -> list[ColumnSpec]:
@@ -366,9 +379,9 @@ def parse_policy(data: Any, base_dir: Path | str = ".") -> Policy:
 
     publish_raw = _mapping("publish", data.get("publish") or {})
     _known("publish", publish_raw, ("as", "grant"))
-    # A release needing a secret key is a table by default (transform.release.check_hash_release).
-    needs_key = any(c.perturb is not None or (c.role == "identifier" and c.action == "hash") for c in columns)
-    needs_key = needs_key or priv_raw.get(DP_KEY) is not None  # SafePub's sample: sqlanon.safepub
+    # A release needing a secret key is a table by default (transform.release.check_hash_release);
+    # SafePub's sample (sqlanon.safepub) is keyed too.
+    needs_key = bool(keyed_columns(columns)) or priv_raw.get(DP_KEY) is not None
     publish_as = publish_raw.get("as", "table" if needs_key else "view")
     if publish_as not in PUBLISH_AS:
         raise _fail("publish.as", f"expected one of {', '.join(PUBLISH_AS)}, got {publish_as!r}")

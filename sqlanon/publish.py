@@ -465,11 +465,13 @@ def compile_release(
         raise SqlanonError("privacy.differential_privacy: SafePub's release is drawn by `sqlanon anonymise`")
     check_hash_release(policy, kind)
     target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
+    if dialect == "postgres" and kind == "view" and target.schema is None:  # the definer's need one
+        target = Relation(target.name, (home_schema(be) if be is not None else None) or "public")
     if levels_text is not None and be is None:
         hierarchies = build_hierarchies(search_policy(policy, policy.source) if policy.perturbed else policy)
         names = [h.column for h in hierarchies]
         node = parse_levels(levels_text, names, [h.height for h in hierarchies])
-        return release_sql(policy, hierarchies, node, dialect, target, kind)
+        return release_sql(policy, hierarchies, node, dialect, target, kind, definer=True)
     assert be is not None
     pert = materialise(be, policy)
     plan = prepare(be, pert.policy)
@@ -477,9 +479,13 @@ def compile_release(
     if levels_text is None and policy.search.algorithm == "mondrian":
         (_res, names), part = mondrian_release(plan, policy)
         top = tuple(0 for _ in plan.heights)
-        return release_sql(policy, plan.hierarchies, top, dialect, target, kind, names, pert.ctx, part)
+        return release_sql(
+            policy, plan.hierarchies, top, dialect, target, kind, names, pert.ctx, part, definer=True
+        )
     if levels_text is not None:
         node = parse_levels(levels_text, plan.qi_names, plan.heights)
     else:
         _result, node, _, _where = walk(plan, policy.search.algorithm, policy.search.metric)
-    return release_sql(policy, plan.hierarchies, node, dialect, target, kind, src_cols, pert.ctx)
+    return release_sql(
+        policy, plan.hierarchies, node, dialect, target, kind, src_cols, pert.ctx, definer=True
+    )

@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -77,23 +78,24 @@ def parse_records_at_risk(raw: Any) -> RecordsAtRiskBound:
     return out
 
 
-class LRank(int):
-    """The recursive-l rank the per-class statistics take (an int, rendered as a literal), also
-    carrying ``grassberger``: whether a Grassberger entropy l is asked of the attribute, so that
-    every caller of ``_macros/sensitive.sql.j2`` (the search, assess, publish, mondrian, metrics)
-    computes ARX's estimate exactly where a check reads it, and nowhere else (a view's readers
-    would pay for it on every read)."""
+@dataclass(frozen=True)
+class LRank:
+    """What ``_macros/sensitive.sql.j2``'s per-class statistics need to know of one sensitive
+    attribute's l requirements: ``rank``, the recursive l's rank (rendered as a literal), and
+    ``grassberger``, whether a Grassberger entropy l is asked of the attribute, so that every
+    caller (the search, assess, publish, mondrian, metrics) computes ARX's estimate exactly where
+    a check reads it, and nowhere else (a view's readers would pay for it on every read)."""
 
+    rank: int
     grassberger: bool = False
 
 
 def l_rank_of(rank: int, policy: Any, attr: str) -> LRank:
     """``rank`` as an :class:`LRank` for ``attr`` under ``policy``."""
-    out = LRank(rank)
-    out.grassberger = any(
+    grassberger = any(
         r.attribute == attr and r.kind == "entropy" and r.estimator == "grassberger" for r in policy.privacy.l
     )
-    return out
+    return LRank(rank, grassberger)
 
 
 def grassberger_violation(

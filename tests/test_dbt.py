@@ -9,9 +9,8 @@ scoped. Without dbt the dbt runs are skipped with a note, except where ``CI=true
 
 from __future__ import annotations
 
-import gc
-import os
 import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,8 @@ import yaml
 
 import sqlanon
 from sqlanon.dbt import macros
-from tests.conftest import IN_CI, ROOT, TestDB, qident, with_patients
-from tests.helpers import cli
+from tests.conftest import ROOT, TestDB, qident, with_patients
+from tests.helpers import cli, dbt_build, dbt_runner
 
 EXAMPLE = ROOT / "fixtures" / "dbt_example"
 POLICY = EXAMPLE / "patients.yaml"
@@ -93,31 +92,7 @@ def test_every_adapter_and_variant_is_generated() -> None:
         for adapter in macros.ADAPTERS:
             assert f"{{% macro {adapter}__test_{test.name}(model, " in text
     assert "COUNT_BIG(*)" in text and "NULLS LAST" in text  # sqlserver's and spark's own SQL
-    assert "__sqlanon_" not in text
-
-
-def _dbt_runner() -> Any:
-    try:
-        import dbt.adapters.duckdb  # noqa: F401
-        import dbt.adapters.postgres  # noqa: F401
-        from dbt.cli.main import dbtRunner
-    except ImportError as e:
-        if IN_CI:
-            pytest.fail(f"CI=true and dbt cannot run ({e}); the test extra installs it", pytrace=False)
-        pytest.skip(f"dbt is not installed ({e}); pip install -e '.[test]' runs these tests")
-    return dbtRunner()
-
-
-def _release_duckdb() -> None:
-    """dbt-duckdb keeps its DuckDB instance open in this process after the run; close it, so that
-    sqlanon and the checks can open the file (with their own configuration) again."""
-    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
-
-    env = DuckDBConnectionManager._ENV
-    if env is not None:
-        env.close()
-    DuckDBConnectionManager.close_all_connections()
-    gc.collect()
+    assert not re.search(r"__sqlanon_\w*?__", text)  # no placeholder (adapter__sqlanon_x macros are not)
 
 
 def _people() -> tuple[list[str], list[list[Any]]]:
@@ -131,31 +106,11 @@ def _people() -> tuple[list[str], list[list[Any]]]:
     return ["id", "a", "b", "s"], rows
 
 
-def _profile(db: TestDB, folder: Path) -> None:
-    if db.kind == "duckdb":
-        out = {"type": "duckdb", "path": str(db._duck_path), "schema": "analytics", "threads": 1}
-    else:
-        pg = db._pg
-        assert pg is not None
-        out = {
-            "type": "postgres",
-            "host": str(pg.sockdir),
-            "port": pg.port,
-            "user": pg.user,
-            "password": "",
-            "dbname": db._dbname,
-            "schema": "analytics",
-            "threads": 1,
-        }
-    prof = {"sqlanon_example": {"target": "t", "outputs": {"t": out}}}
-    (folder / "profiles.yml").write_text(yaml.safe_dump(prof), encoding="utf-8")
-
-
 @pytest.fixture(scope="module")
 def built(mdb: TestDB, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The example project copied (beside a link to dbt_package, as in a checkout), ``sqlanon dbt``
     run twice, extra tests on a synthetic table, and one ``dbt deps`` + ``dbt build``."""
-    runner = _dbt_runner()
+    runner = dbt_runner()
     with_patients(mdb)
     mdb.load("people", *_people(), types=["INTEGER", "INTEGER", "VARCHAR", "VARCHAR"])
     root = tmp_path_factory.mktemp("dbt")
@@ -176,20 +131,8 @@ def built(mdb: TestDB, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     (project / "models" / "synthetic.yml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     first = sqlanon.dbt_project(POLICY, mdb.url, project=project)
     second = sqlanon.dbt_project(POLICY, mdb.url, project=project)
-    profiles = root / "profiles"
-    profiles.mkdir()
-    _profile(mdb, profiles)
-    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-    os.environ.setdefault("DBT_VERSION_CHECK", "false")
-    common = ["--project-dir", str(project), "--profiles-dir", str(profiles), "--quiet"]
-    deps = runner.invoke(["deps", *common])
-    assert deps.success, deps.exception
-    res = runner.invoke(["build", *common, "--store-failures", "--target-path", str(root / "target")])
-    assert res.result is not None, res.exception
-    results = {r.node.unique_id: r for r in res.result.results}
-    if mdb.kind == "duckdb":
-        _release_duckdb()
-    return {"first": first, "second": second, "results": results, "success": res.success, "db": mdb}
+    results, success = dbt_build(runner, mdb, project, root)
+    return {"first": first, "second": second, "results": results, "success": success, "db": mdb}
 
 
 def _tests_on(built: dict[str, Any], node: str) -> list[Any]:

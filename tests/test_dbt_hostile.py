@@ -18,8 +18,8 @@ import yaml
 
 import sqlanon
 from tests.conftest import TestDB, qident
-from tests.helpers import cli, write_policy
-from tests.test_dbt import POLICY, _dbt_runner, _profile, _release_duckdb
+from tests.helpers import cli, dbt_profile, dbt_runner, release_duckdb, write_policy
+from tests.test_dbt import POLICY
 
 #: Names dbt would run if it rendered them as Jinja, each leaving a mark ("PWNED" and a product); a
 #: quote in a name, which dbt's adapter.quote does not double.
@@ -79,7 +79,7 @@ def test_hostile_names_do_not_run_in_dbt_build(
     """Every name is written so that dbt reads it as text: no mark of the names' code in dbt's events,
     logs or compiled files, no secret read, the model builds with the hostile column names, its tests
     pass and its rows are ``anonymise``'s at the same node."""
-    runner = _dbt_runner()
+    runner = dbt_runner()
     db = duck_patients
     _hostile_table(db)
     monkeypatch.setenv("SQLANON_DBT_SECRET", SECRET)
@@ -94,7 +94,7 @@ def test_hostile_names_do_not_run_in_dbt_build(
     written = sqlanon.dbt_project(policy, db.url, project=project)
     profiles = tmp_path / "profiles"
     profiles.mkdir()
-    _profile(db, profiles)
+    dbt_profile(db, profiles)
     events: list[str] = []
     from dbt.cli.main import dbtRunner
 
@@ -112,7 +112,7 @@ def test_hostile_names_do_not_run_in_dbt_build(
             str(tmp_path / "logs"),
         ]
     )
-    _release_duckdb()
+    release_duckdb()
     seen = "\n".join(events) + _texts(tmp_path / "target") + _texts(tmp_path / "logs")
     assert not MARKS.search(seen), MARKS.search(seen)
     assert res.success, [m for m in events if "rror" in m][:5]
@@ -338,7 +338,7 @@ def test_the_writer_never_follows_a_link_planted_after_the_checks(tmp_path: Path
 )
 def test_jinja_escapes_render_back_to_the_name(name: str) -> None:
     """What dbt's renderer (Jinja, as dbt_common configures it) makes of the escaped text is the name."""
-    _dbt_runner()  # skips (or fails in CI) without dbt
+    dbt_runner()  # skips (or fails in CI) without dbt
     from dbt.clients.jinja import get_rendered
 
     from sqlanon.dbt import files

@@ -12,7 +12,6 @@ with one line naming the test and the argument.
 
 from __future__ import annotations
 
-import os
 import random
 from typing import Any
 
@@ -22,7 +21,8 @@ import yaml
 import sqlanon
 from sqlanon.dbt import macros
 from tests.conftest import TestDB
-from tests.test_dbt import _dbt_runner, _failing, _profile, _release_duckdb
+from tests.helpers import dbt_build, dbt_runner
+from tests.test_dbt import _failing
 
 QIS = ["a", "b"]
 SOURCE = "main.lk"
@@ -107,7 +107,7 @@ def _assess(db: TestDB, privacy: dict[str, Any]) -> dict[str, Any]:
 def built(mdb: TestDB, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A project with the raw table's tests (the package's, at severity warn), ``sqlanon dbt`` of
     the policy, and one ``dbt deps`` + ``dbt build``."""
-    runner = _dbt_runner()
+    runner = dbt_runner()
     mdb.load(
         "lk",
         ["id", "a", "b", "s", "s2"],
@@ -154,19 +154,7 @@ def built(mdb: TestDB, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     # A node at which some classes break the policy (the search's own node keeps every row): the
     # model removes them, and its tests check what is left.
     written = sqlanon.dbt_project(_policy(), mdb.url, project=project, levels={"a": 1, "b": 0})
-    profiles = root / "profiles"
-    profiles.mkdir()
-    _profile(mdb, profiles)
-    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-    os.environ.setdefault("DBT_VERSION_CHECK", "false")
-    common = ["--project-dir", str(project), "--profiles-dir", str(profiles), "--quiet"]
-    deps = runner.invoke(["deps", *common])
-    assert deps.success, deps.exception
-    res = runner.invoke(["build", *common, "--store-failures", "--target-path", str(root / "target")])
-    assert res.result is not None, res.exception
-    results = {r.node.unique_id: r for r in res.result.results}
-    if mdb.kind == "duckdb":
-        _release_duckdb()
+    results, _ = dbt_build(runner, mdb, project, root)
     yml = yaml.safe_load((project / "models" / "lk_anon.yml").read_text(encoding="utf-8"))
     return {"written": written, "results": results, "db": mdb, "yml": yml}
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from sqlanon import hierarchy_rows as hierarchy_mod
 from sqlanon import policy as policy_mod
-from sqlanon.transform import hierarchy as hierarchy_mod
 from tests.conftest import PATIENT_TYPES, TestDB, _make_db, patients_rows, with_patients
 from tests.helpers import cli, write_policy
 

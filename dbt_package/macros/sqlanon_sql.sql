@@ -380,142 +380,7 @@ WITH sqlanon_freq AS (
     ) AS emd_equal,
     MAX(c) AS r1,
     SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
-    SUM(
-      c * (
-        CASE
-          WHEN c <= 100
-          THEN CASE c - c % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
-          END
-          ELSE LN(CAST((
-            c - c % 2
-          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
-            (
-              c - c % 2
-            ) * (
-              c - c % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
-              (
-                c - c % 2
-              ) * (
-                c - c % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
-                (
-                  c - c % 2
-                ) * (
-                  c - c % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      )
-    ) AS gsum
+    SUM(c * {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('c') }}) AS gsum
   FROM a0_cells
   GROUP BY
     cid
@@ -533,140 +398,7 @@ WITH sqlanon_freq AS (
     h.h_w,
     h.m,
     CAST((
-      (
-        CASE
-          WHEN pc.n <= 100
-          THEN CASE pc.n - pc.n % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
-          END
-          ELSE LN(CAST((
-            pc.n - pc.n % 2
-          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
-            (
-              pc.n - pc.n % 2
-            ) * (
-              pc.n - pc.n % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
-              (
-                pc.n - pc.n % 2
-              ) * (
-                pc.n - pc.n % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
-                (
-                  pc.n - pc.n % 2
-                ) * (
-                  pc.n - pc.n % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      ) - CAST(pc.gsum AS DOUBLE PRECISION) / pc.n
+      {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('pc.n') }} - CAST(pc.gsum AS DOUBLE PRECISION) / pc.n
     ) AS DOUBLE PRECISION) / LN(2) AS entropy_g
   FROM a0_pc AS pc
   CROSS JOIN a0_hw AS h
@@ -1124,142 +856,7 @@ WITH sqlanon_freq AS (
     ) AS emd_equal,
     MAX(c) AS r1,
     SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
-    SUM(
-      c * (
-        CASE
-          WHEN c <= 100
-          THEN CASE c - c % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS DOUBLE)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS DOUBLE)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS DOUBLE)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS DOUBLE)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS DOUBLE)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS DOUBLE)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS DOUBLE)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS DOUBLE)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS DOUBLE)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS DOUBLE)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS DOUBLE)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS DOUBLE)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS DOUBLE)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS DOUBLE)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS DOUBLE)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS DOUBLE)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS DOUBLE)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS DOUBLE)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS DOUBLE)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS DOUBLE)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS DOUBLE)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS DOUBLE)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS DOUBLE)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS DOUBLE)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS DOUBLE)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS DOUBLE)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS DOUBLE)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS DOUBLE)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS DOUBLE)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS DOUBLE)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS DOUBLE)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS DOUBLE)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS DOUBLE)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS DOUBLE)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS DOUBLE)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS DOUBLE)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS DOUBLE)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS DOUBLE)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS DOUBLE)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS DOUBLE)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS DOUBLE)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS DOUBLE)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS DOUBLE)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS DOUBLE)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS DOUBLE)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS DOUBLE)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS DOUBLE)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS DOUBLE)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS DOUBLE)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS DOUBLE)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS DOUBLE)
-          END
-          ELSE LN(CAST((
-            c - c % 2
-          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
-            (
-              c - c % 2
-            ) * (
-              c - c % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS DOUBLE) / (
-              (
-                c - c % 2
-              ) * (
-                c - c % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS DOUBLE) / (
-                (
-                  c - c % 2
-                ) * (
-                  c - c % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      )
-    ) AS gsum
+    SUM(c * {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('c') }}) AS gsum
   FROM a0_cells
   GROUP BY
     cid
@@ -1277,140 +874,7 @@ WITH sqlanon_freq AS (
     h.h_w,
     h.m,
     (
-      (
-        CASE
-          WHEN pc.n <= 100
-          THEN CASE pc.n - pc.n % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS DOUBLE)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS DOUBLE)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS DOUBLE)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS DOUBLE)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS DOUBLE)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS DOUBLE)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS DOUBLE)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS DOUBLE)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS DOUBLE)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS DOUBLE)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS DOUBLE)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS DOUBLE)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS DOUBLE)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS DOUBLE)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS DOUBLE)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS DOUBLE)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS DOUBLE)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS DOUBLE)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS DOUBLE)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS DOUBLE)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS DOUBLE)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS DOUBLE)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS DOUBLE)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS DOUBLE)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS DOUBLE)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS DOUBLE)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS DOUBLE)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS DOUBLE)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS DOUBLE)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS DOUBLE)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS DOUBLE)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS DOUBLE)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS DOUBLE)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS DOUBLE)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS DOUBLE)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS DOUBLE)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS DOUBLE)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS DOUBLE)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS DOUBLE)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS DOUBLE)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS DOUBLE)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS DOUBLE)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS DOUBLE)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS DOUBLE)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS DOUBLE)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS DOUBLE)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS DOUBLE)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS DOUBLE)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS DOUBLE)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS DOUBLE)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS DOUBLE)
-          END
-          ELSE LN(CAST((
-            pc.n - pc.n % 2
-          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
-            (
-              pc.n - pc.n % 2
-            ) * (
-              pc.n - pc.n % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS DOUBLE) / (
-              (
-                pc.n - pc.n % 2
-              ) * (
-                pc.n - pc.n % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS DOUBLE) / (
-                (
-                  pc.n - pc.n % 2
-                ) * (
-                  pc.n - pc.n % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      ) - CAST(pc.gsum AS DOUBLE) / pc.n
+      {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('pc.n') }} - CAST(pc.gsum AS DOUBLE) / pc.n
     ) / LN(2) AS entropy_g
   FROM a0_pc AS pc
   CROSS JOIN a0_hw AS h
@@ -1868,142 +1332,7 @@ WITH sqlanon_freq AS (
     ) AS emd_equal,
     MAX(c) AS r1,
     SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
-    SUM(
-      c * (
-        CASE
-          WHEN c <= 100
-          THEN CASE c - c % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
-          END
-          ELSE LN(CAST((
-            c - c % 2
-          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
-            (
-              c - c % 2
-            ) * (
-              c - c % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
-              (
-                c - c % 2
-              ) * (
-                c - c % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
-                (
-                  c - c % 2
-                ) * (
-                  c - c % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      )
-    ) AS gsum
+    SUM(c * {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('c') }}) AS gsum
   FROM a0_cells
   GROUP BY
     cid
@@ -2021,140 +1350,7 @@ WITH sqlanon_freq AS (
     h.h_w,
     h.m,
     CAST((
-      (
-        CASE
-          WHEN pc.n <= 100
-          THEN CASE pc.n - pc.n % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS DOUBLE PRECISION)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS DOUBLE PRECISION)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS DOUBLE PRECISION)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS DOUBLE PRECISION)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS DOUBLE PRECISION)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS DOUBLE PRECISION)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS DOUBLE PRECISION)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS DOUBLE PRECISION)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS DOUBLE PRECISION)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS DOUBLE PRECISION)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS DOUBLE PRECISION)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS DOUBLE PRECISION)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS DOUBLE PRECISION)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS DOUBLE PRECISION)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS DOUBLE PRECISION)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS DOUBLE PRECISION)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS DOUBLE PRECISION)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS DOUBLE PRECISION)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS DOUBLE PRECISION)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS DOUBLE PRECISION)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS DOUBLE PRECISION)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS DOUBLE PRECISION)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS DOUBLE PRECISION)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS DOUBLE PRECISION)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS DOUBLE PRECISION)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS DOUBLE PRECISION)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS DOUBLE PRECISION)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS DOUBLE PRECISION)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS DOUBLE PRECISION)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS DOUBLE PRECISION)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS DOUBLE PRECISION)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS DOUBLE PRECISION)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS DOUBLE PRECISION)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS DOUBLE PRECISION)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS DOUBLE PRECISION)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS DOUBLE PRECISION)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS DOUBLE PRECISION)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS DOUBLE PRECISION)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS DOUBLE PRECISION)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS DOUBLE PRECISION)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS DOUBLE PRECISION)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS DOUBLE PRECISION)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS DOUBLE PRECISION)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS DOUBLE PRECISION)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS DOUBLE PRECISION)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS DOUBLE PRECISION)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS DOUBLE PRECISION)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS DOUBLE PRECISION)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS DOUBLE PRECISION)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS DOUBLE PRECISION)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS DOUBLE PRECISION)
-          END
-          ELSE LN(CAST((
-            pc.n - pc.n % 2
-          ) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (
-            (
-              pc.n - pc.n % 2
-            ) * (
-              pc.n - pc.n % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (
-              (
-                pc.n - pc.n % 2
-              ) * (
-                pc.n - pc.n % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (
-                (
-                  pc.n - pc.n % 2
-                ) * (
-                  pc.n - pc.n % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      ) - CAST(pc.gsum AS DOUBLE PRECISION) / pc.n
+      {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('pc.n') }} - CAST(pc.gsum AS DOUBLE PRECISION) / pc.n
     ) AS DOUBLE PRECISION) / LN(2) AS entropy_g
   FROM a0_pc AS pc
   CROSS JOIN a0_hw AS h
@@ -2612,142 +1808,7 @@ WITH sqlanon_freq AS (
     ) AS emd_equal,
     MAX(c) AS r1,
     SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
-    SUM(
-      c * (
-        CASE
-          WHEN c <= 100
-          THEN CASE c - c % 2
-            WHEN 0
-            THEN CAST(-CAST(1.2703628454614782 AS DOUBLE) AS DOUBLE)
-            WHEN 2
-            THEN CAST(CAST(0.7296371545385218 AS DOUBLE) AS DOUBLE)
-            WHEN 4
-            THEN CAST(CAST(1.3963038212051886 AS DOUBLE) AS DOUBLE)
-            WHEN 6
-            THEN CAST(CAST(1.7963038212051885 AS DOUBLE) AS DOUBLE)
-            WHEN 8
-            THEN CAST(CAST(2.0820181069194743 AS DOUBLE) AS DOUBLE)
-            WHEN 10
-            THEN CAST(CAST(2.3042403291416966 AS DOUBLE) AS DOUBLE)
-            WHEN 12
-            THEN CAST(CAST(2.4860585109598783 AS DOUBLE) AS DOUBLE)
-            WHEN 14
-            THEN CAST(CAST(2.639904664806032 AS DOUBLE) AS DOUBLE)
-            WHEN 16
-            THEN CAST(CAST(2.7732379981393653 AS DOUBLE) AS DOUBLE)
-            WHEN 18
-            THEN CAST(CAST(2.8908850569628948 AS DOUBLE) AS DOUBLE)
-            WHEN 20
-            THEN CAST(CAST(2.9961482148576315 AS DOUBLE) AS DOUBLE)
-            WHEN 22
-            THEN CAST(CAST(3.091386310095727 AS DOUBLE) AS DOUBLE)
-            WHEN 24
-            THEN CAST(CAST(3.178342831834857 AS DOUBLE) AS DOUBLE)
-            WHEN 26
-            THEN CAST(CAST(3.2583428318348573 AS DOUBLE) AS DOUBLE)
-            WHEN 28
-            THEN CAST(CAST(3.3324169059089312 AS DOUBLE) AS DOUBLE)
-            WHEN 30
-            THEN CAST(CAST(3.4013824231503107 AS DOUBLE) AS DOUBLE)
-            WHEN 32
-            THEN CAST(CAST(3.4658985521825687 AS DOUBLE) AS DOUBLE)
-            WHEN 34
-            THEN CAST(CAST(3.5265046127886293 AS DOUBLE) AS DOUBLE)
-            WHEN 36
-            THEN CAST(CAST(3.5836474699314866 AS DOUBLE) AS DOUBLE)
-            WHEN 38
-            THEN CAST(CAST(3.6377015239855406 AS DOUBLE) AS DOUBLE)
-            WHEN 40
-            THEN CAST(CAST(3.6889835752675917 AS DOUBLE) AS DOUBLE)
-            WHEN 42
-            THEN CAST(CAST(3.7377640630724698 AS DOUBLE) AS DOUBLE)
-            WHEN 44
-            THEN CAST(CAST(3.7842756909794466 AS DOUBLE) AS DOUBLE)
-            WHEN 46
-            THEN CAST(CAST(3.8287201354238913 AS DOUBLE) AS DOUBLE)
-            WHEN 48
-            THEN CAST(CAST(3.871273326913253 AS DOUBLE) AS DOUBLE)
-            WHEN 50
-            THEN CAST(CAST(3.912089653443865 AS DOUBLE) AS DOUBLE)
-            WHEN 52
-            THEN CAST(CAST(3.951305339718375 AS DOUBLE) AS DOUBLE)
-            WHEN 54
-            THEN CAST(CAST(3.9890411887749786 AS DOUBLE) AS DOUBLE)
-            WHEN 56
-            THEN CAST(CAST(4.025404825138615 AS DOUBLE) AS DOUBLE)
-            WHEN 58
-            THEN CAST(CAST(4.060492544436861 AS DOUBLE) AS DOUBLE)
-            WHEN 60
-            THEN CAST(CAST(4.094390849521607 AS DOUBLE) AS DOUBLE)
-            WHEN 62
-            THEN CAST(CAST(4.127177734767508 AS DOUBLE) AS DOUBLE)
-            WHEN 64
-            THEN CAST(CAST(4.1589237665135395 AS DOUBLE) AS DOUBLE)
-            WHEN 66
-            THEN CAST(CAST(4.18969299728277 AS DOUBLE) AS DOUBLE)
-            WHEN 68
-            THEN CAST(CAST(4.219543743551427 AS DOUBLE) AS DOUBLE)
-            WHEN 70
-            THEN CAST(CAST(4.248529250797804 AS DOUBLE) AS DOUBLE)
-            WHEN 72
-            THEN CAST(CAST(4.276698264882311 AS DOUBLE) AS DOUBLE)
-            WHEN 74
-            THEN CAST(CAST(4.304095525156284 AS DOUBLE) AS DOUBLE)
-            WHEN 76
-            THEN CAST(CAST(4.33076219182295 AS DOUBLE) AS DOUBLE)
-            WHEN 78
-            THEN CAST(CAST(4.356736217796977 AS DOUBLE) AS DOUBLE)
-            WHEN 80
-            THEN CAST(CAST(4.382052673493179 AS DOUBLE) AS DOUBLE)
-            WHEN 82
-            THEN CAST(CAST(4.40674403151787 AS DOUBLE) AS DOUBLE)
-            WHEN 84
-            THEN CAST(CAST(4.430840417060039 AS DOUBLE) AS DOUBLE)
-            WHEN 86
-            THEN CAST(CAST(4.454369828824745 AS DOUBLE) AS DOUBLE)
-            WHEN 88
-            THEN CAST(CAST(4.477358334571871 AS DOUBLE) AS DOUBLE)
-            WHEN 90
-            THEN CAST(CAST(4.49983024468423 AS DOUBLE) AS DOUBLE)
-            WHEN 92
-            THEN CAST(CAST(4.521808266662253 AS DOUBLE) AS DOUBLE)
-            WHEN 94
-            THEN CAST(CAST(4.543313643006339 AS DOUBLE) AS DOUBLE)
-            WHEN 96
-            THEN CAST(CAST(4.564366274585286 AS DOUBLE) AS DOUBLE)
-            WHEN 98
-            THEN CAST(CAST(4.5849848312863175 AS DOUBLE) AS DOUBLE)
-            WHEN 100
-            THEN CAST(CAST(4.605186851488337 AS DOUBLE) AS DOUBLE)
-          END
-          ELSE LN(CAST((
-            c - c % 2
-          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
-            (
-              c - c % 2
-            ) * (
-              c - c % 2
-            )
-          ) * (
-            CAST(0.041666666666666664 AS DOUBLE) - CAST(4 AS DOUBLE) / (
-              (
-                c - c % 2
-              ) * (
-                c - c % 2
-              )
-            ) * (
-              CAST(0.007291666666666667 AS DOUBLE) - CAST(4 AS DOUBLE) / (
-                (
-                  c - c % 2
-                ) * (
-                  c - c % 2
-                )
-              ) * CAST(0.0038442460317460315 AS DOUBLE)
-            )
-          )
-        END
-      )
-    ) AS gsum
+    SUM(c * {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('c') }}) AS gsum
   FROM a0_cells
   GROUP BY
     cid
@@ -2765,140 +1826,7 @@ WITH sqlanon_freq AS (
     h.h_w,
     h.m,
     (
-      (
-        CASE
-          WHEN pc.n <= 100
-          THEN CASE pc.n - pc.n % 2
-            WHEN 0
-            THEN CAST(-CAST(1.2703628454614782 AS DOUBLE) AS DOUBLE)
-            WHEN 2
-            THEN CAST(CAST(0.7296371545385218 AS DOUBLE) AS DOUBLE)
-            WHEN 4
-            THEN CAST(CAST(1.3963038212051886 AS DOUBLE) AS DOUBLE)
-            WHEN 6
-            THEN CAST(CAST(1.7963038212051885 AS DOUBLE) AS DOUBLE)
-            WHEN 8
-            THEN CAST(CAST(2.0820181069194743 AS DOUBLE) AS DOUBLE)
-            WHEN 10
-            THEN CAST(CAST(2.3042403291416966 AS DOUBLE) AS DOUBLE)
-            WHEN 12
-            THEN CAST(CAST(2.4860585109598783 AS DOUBLE) AS DOUBLE)
-            WHEN 14
-            THEN CAST(CAST(2.639904664806032 AS DOUBLE) AS DOUBLE)
-            WHEN 16
-            THEN CAST(CAST(2.7732379981393653 AS DOUBLE) AS DOUBLE)
-            WHEN 18
-            THEN CAST(CAST(2.8908850569628948 AS DOUBLE) AS DOUBLE)
-            WHEN 20
-            THEN CAST(CAST(2.9961482148576315 AS DOUBLE) AS DOUBLE)
-            WHEN 22
-            THEN CAST(CAST(3.091386310095727 AS DOUBLE) AS DOUBLE)
-            WHEN 24
-            THEN CAST(CAST(3.178342831834857 AS DOUBLE) AS DOUBLE)
-            WHEN 26
-            THEN CAST(CAST(3.2583428318348573 AS DOUBLE) AS DOUBLE)
-            WHEN 28
-            THEN CAST(CAST(3.3324169059089312 AS DOUBLE) AS DOUBLE)
-            WHEN 30
-            THEN CAST(CAST(3.4013824231503107 AS DOUBLE) AS DOUBLE)
-            WHEN 32
-            THEN CAST(CAST(3.4658985521825687 AS DOUBLE) AS DOUBLE)
-            WHEN 34
-            THEN CAST(CAST(3.5265046127886293 AS DOUBLE) AS DOUBLE)
-            WHEN 36
-            THEN CAST(CAST(3.5836474699314866 AS DOUBLE) AS DOUBLE)
-            WHEN 38
-            THEN CAST(CAST(3.6377015239855406 AS DOUBLE) AS DOUBLE)
-            WHEN 40
-            THEN CAST(CAST(3.6889835752675917 AS DOUBLE) AS DOUBLE)
-            WHEN 42
-            THEN CAST(CAST(3.7377640630724698 AS DOUBLE) AS DOUBLE)
-            WHEN 44
-            THEN CAST(CAST(3.7842756909794466 AS DOUBLE) AS DOUBLE)
-            WHEN 46
-            THEN CAST(CAST(3.8287201354238913 AS DOUBLE) AS DOUBLE)
-            WHEN 48
-            THEN CAST(CAST(3.871273326913253 AS DOUBLE) AS DOUBLE)
-            WHEN 50
-            THEN CAST(CAST(3.912089653443865 AS DOUBLE) AS DOUBLE)
-            WHEN 52
-            THEN CAST(CAST(3.951305339718375 AS DOUBLE) AS DOUBLE)
-            WHEN 54
-            THEN CAST(CAST(3.9890411887749786 AS DOUBLE) AS DOUBLE)
-            WHEN 56
-            THEN CAST(CAST(4.025404825138615 AS DOUBLE) AS DOUBLE)
-            WHEN 58
-            THEN CAST(CAST(4.060492544436861 AS DOUBLE) AS DOUBLE)
-            WHEN 60
-            THEN CAST(CAST(4.094390849521607 AS DOUBLE) AS DOUBLE)
-            WHEN 62
-            THEN CAST(CAST(4.127177734767508 AS DOUBLE) AS DOUBLE)
-            WHEN 64
-            THEN CAST(CAST(4.1589237665135395 AS DOUBLE) AS DOUBLE)
-            WHEN 66
-            THEN CAST(CAST(4.18969299728277 AS DOUBLE) AS DOUBLE)
-            WHEN 68
-            THEN CAST(CAST(4.219543743551427 AS DOUBLE) AS DOUBLE)
-            WHEN 70
-            THEN CAST(CAST(4.248529250797804 AS DOUBLE) AS DOUBLE)
-            WHEN 72
-            THEN CAST(CAST(4.276698264882311 AS DOUBLE) AS DOUBLE)
-            WHEN 74
-            THEN CAST(CAST(4.304095525156284 AS DOUBLE) AS DOUBLE)
-            WHEN 76
-            THEN CAST(CAST(4.33076219182295 AS DOUBLE) AS DOUBLE)
-            WHEN 78
-            THEN CAST(CAST(4.356736217796977 AS DOUBLE) AS DOUBLE)
-            WHEN 80
-            THEN CAST(CAST(4.382052673493179 AS DOUBLE) AS DOUBLE)
-            WHEN 82
-            THEN CAST(CAST(4.40674403151787 AS DOUBLE) AS DOUBLE)
-            WHEN 84
-            THEN CAST(CAST(4.430840417060039 AS DOUBLE) AS DOUBLE)
-            WHEN 86
-            THEN CAST(CAST(4.454369828824745 AS DOUBLE) AS DOUBLE)
-            WHEN 88
-            THEN CAST(CAST(4.477358334571871 AS DOUBLE) AS DOUBLE)
-            WHEN 90
-            THEN CAST(CAST(4.49983024468423 AS DOUBLE) AS DOUBLE)
-            WHEN 92
-            THEN CAST(CAST(4.521808266662253 AS DOUBLE) AS DOUBLE)
-            WHEN 94
-            THEN CAST(CAST(4.543313643006339 AS DOUBLE) AS DOUBLE)
-            WHEN 96
-            THEN CAST(CAST(4.564366274585286 AS DOUBLE) AS DOUBLE)
-            WHEN 98
-            THEN CAST(CAST(4.5849848312863175 AS DOUBLE) AS DOUBLE)
-            WHEN 100
-            THEN CAST(CAST(4.605186851488337 AS DOUBLE) AS DOUBLE)
-          END
-          ELSE LN(CAST((
-            pc.n - pc.n % 2
-          ) AS DOUBLE)) + CAST(4 AS DOUBLE) / (
-            (
-              pc.n - pc.n % 2
-            ) * (
-              pc.n - pc.n % 2
-            )
-          ) * (
-            CAST(0.041666666666666664 AS DOUBLE) - CAST(4 AS DOUBLE) / (
-              (
-                pc.n - pc.n % 2
-              ) * (
-                pc.n - pc.n % 2
-              )
-            ) * (
-              CAST(0.007291666666666667 AS DOUBLE) - CAST(4 AS DOUBLE) / (
-                (
-                  pc.n - pc.n % 2
-                ) * (
-                  pc.n - pc.n % 2
-                )
-              ) * CAST(0.0038442460317460315 AS DOUBLE)
-            )
-          )
-        END
-      ) - CAST(pc.gsum AS DOUBLE) / pc.n
+      {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('pc.n') }} - CAST(pc.gsum AS DOUBLE) / pc.n
     ) / LN(2) AS entropy_g
   FROM a0_pc AS pc
   CROSS JOIN a0_hw AS h
@@ -3352,142 +2280,7 @@ WITH sqlanon_freq AS (
     ) AS emd_equal,
     MAX(c) AS r1,
     SUM(CASE WHEN rnk >= {{ sqlanon_l_rank }} THEN c ELSE 0 END) AS tail,
-    SUM(
-      c * (
-        CASE
-          WHEN c <= 100
-          THEN CASE c - c % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS FLOAT)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS FLOAT)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS FLOAT)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS FLOAT)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS FLOAT)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS FLOAT)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS FLOAT)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS FLOAT)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS FLOAT)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS FLOAT)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS FLOAT)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS FLOAT)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS FLOAT)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS FLOAT)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS FLOAT)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS FLOAT)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS FLOAT)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS FLOAT)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS FLOAT)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS FLOAT)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS FLOAT)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS FLOAT)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS FLOAT)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS FLOAT)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS FLOAT)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS FLOAT)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS FLOAT)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS FLOAT)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS FLOAT)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS FLOAT)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS FLOAT)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS FLOAT)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS FLOAT)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS FLOAT)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS FLOAT)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS FLOAT)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS FLOAT)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS FLOAT)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS FLOAT)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS FLOAT)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS FLOAT)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS FLOAT)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS FLOAT)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS FLOAT)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS FLOAT)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS FLOAT)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS FLOAT)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS FLOAT)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS FLOAT)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS FLOAT)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS FLOAT)
-          END
-          ELSE LOG(CAST((
-            c - c % 2
-          ) AS FLOAT)) + CAST(4 AS FLOAT) / (
-            (
-              c - c % 2
-            ) * (
-              c - c % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS FLOAT) / (
-              (
-                c - c % 2
-              ) * (
-                c - c % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS FLOAT) / (
-                (
-                  c - c % 2
-                ) * (
-                  c - c % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      )
-    ) AS gsum
+    SUM(c * {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('c') }}) AS gsum
   FROM a0_cells
   GROUP BY
     cid
@@ -3505,140 +2298,7 @@ WITH sqlanon_freq AS (
     h.h_w AS h_w,
     h.m AS m,
     CAST((
-      (
-        CASE
-          WHEN pc.n <= 100
-          THEN CASE pc.n - pc.n % 2
-            WHEN 0
-            THEN CAST(-1.2703628454614782 AS FLOAT)
-            WHEN 2
-            THEN CAST(0.7296371545385218 AS FLOAT)
-            WHEN 4
-            THEN CAST(1.3963038212051886 AS FLOAT)
-            WHEN 6
-            THEN CAST(1.7963038212051885 AS FLOAT)
-            WHEN 8
-            THEN CAST(2.0820181069194743 AS FLOAT)
-            WHEN 10
-            THEN CAST(2.3042403291416966 AS FLOAT)
-            WHEN 12
-            THEN CAST(2.4860585109598783 AS FLOAT)
-            WHEN 14
-            THEN CAST(2.639904664806032 AS FLOAT)
-            WHEN 16
-            THEN CAST(2.7732379981393653 AS FLOAT)
-            WHEN 18
-            THEN CAST(2.8908850569628948 AS FLOAT)
-            WHEN 20
-            THEN CAST(2.9961482148576315 AS FLOAT)
-            WHEN 22
-            THEN CAST(3.091386310095727 AS FLOAT)
-            WHEN 24
-            THEN CAST(3.178342831834857 AS FLOAT)
-            WHEN 26
-            THEN CAST(3.2583428318348573 AS FLOAT)
-            WHEN 28
-            THEN CAST(3.3324169059089312 AS FLOAT)
-            WHEN 30
-            THEN CAST(3.4013824231503107 AS FLOAT)
-            WHEN 32
-            THEN CAST(3.4658985521825687 AS FLOAT)
-            WHEN 34
-            THEN CAST(3.5265046127886293 AS FLOAT)
-            WHEN 36
-            THEN CAST(3.5836474699314866 AS FLOAT)
-            WHEN 38
-            THEN CAST(3.6377015239855406 AS FLOAT)
-            WHEN 40
-            THEN CAST(3.6889835752675917 AS FLOAT)
-            WHEN 42
-            THEN CAST(3.7377640630724698 AS FLOAT)
-            WHEN 44
-            THEN CAST(3.7842756909794466 AS FLOAT)
-            WHEN 46
-            THEN CAST(3.8287201354238913 AS FLOAT)
-            WHEN 48
-            THEN CAST(3.871273326913253 AS FLOAT)
-            WHEN 50
-            THEN CAST(3.912089653443865 AS FLOAT)
-            WHEN 52
-            THEN CAST(3.951305339718375 AS FLOAT)
-            WHEN 54
-            THEN CAST(3.9890411887749786 AS FLOAT)
-            WHEN 56
-            THEN CAST(4.025404825138615 AS FLOAT)
-            WHEN 58
-            THEN CAST(4.060492544436861 AS FLOAT)
-            WHEN 60
-            THEN CAST(4.094390849521607 AS FLOAT)
-            WHEN 62
-            THEN CAST(4.127177734767508 AS FLOAT)
-            WHEN 64
-            THEN CAST(4.1589237665135395 AS FLOAT)
-            WHEN 66
-            THEN CAST(4.18969299728277 AS FLOAT)
-            WHEN 68
-            THEN CAST(4.219543743551427 AS FLOAT)
-            WHEN 70
-            THEN CAST(4.248529250797804 AS FLOAT)
-            WHEN 72
-            THEN CAST(4.276698264882311 AS FLOAT)
-            WHEN 74
-            THEN CAST(4.304095525156284 AS FLOAT)
-            WHEN 76
-            THEN CAST(4.33076219182295 AS FLOAT)
-            WHEN 78
-            THEN CAST(4.356736217796977 AS FLOAT)
-            WHEN 80
-            THEN CAST(4.382052673493179 AS FLOAT)
-            WHEN 82
-            THEN CAST(4.40674403151787 AS FLOAT)
-            WHEN 84
-            THEN CAST(4.430840417060039 AS FLOAT)
-            WHEN 86
-            THEN CAST(4.454369828824745 AS FLOAT)
-            WHEN 88
-            THEN CAST(4.477358334571871 AS FLOAT)
-            WHEN 90
-            THEN CAST(4.49983024468423 AS FLOAT)
-            WHEN 92
-            THEN CAST(4.521808266662253 AS FLOAT)
-            WHEN 94
-            THEN CAST(4.543313643006339 AS FLOAT)
-            WHEN 96
-            THEN CAST(4.564366274585286 AS FLOAT)
-            WHEN 98
-            THEN CAST(4.5849848312863175 AS FLOAT)
-            WHEN 100
-            THEN CAST(4.605186851488337 AS FLOAT)
-          END
-          ELSE LOG(CAST((
-            pc.n - pc.n % 2
-          ) AS FLOAT)) + CAST(4 AS FLOAT) / (
-            (
-              pc.n - pc.n % 2
-            ) * (
-              pc.n - pc.n % 2
-            )
-          ) * (
-            0.041666666666666664 - CAST(4 AS FLOAT) / (
-              (
-                pc.n - pc.n % 2
-              ) * (
-                pc.n - pc.n % 2
-              )
-            ) * (
-              0.007291666666666667 - CAST(4 AS FLOAT) / (
-                (
-                  pc.n - pc.n % 2
-                ) * (
-                  pc.n - pc.n % 2
-                )
-              ) * 0.0038442460317460315
-            )
-          )
-        END
-      ) - CAST(pc.gsum AS FLOAT) / pc.n
+      {{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('pc.n') }} - CAST(pc.gsum AS FLOAT) / pc.n
     ) AS FLOAT) / LOG(2) AS entropy_g
   FROM a0_pc AS pc
   CROSS JOIN a0_hw AS h
@@ -3991,8 +2651,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -4019,7 +2678,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -4133,8 +2792,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -4161,7 +2819,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -4304,8 +2962,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -4332,7 +2989,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -4460,8 +3117,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -4488,7 +3144,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -4654,8 +3310,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -4674,7 +3329,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -4782,8 +3437,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -4802,7 +3456,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -4935,8 +3589,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -4955,7 +3608,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -5077,8 +3730,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -5097,7 +3749,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -5269,8 +3921,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -5297,7 +3948,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -5411,8 +4062,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -5439,7 +4089,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -5582,8 +4232,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -5610,7 +4259,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -5738,8 +4387,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE PRECISION) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC NULLS LAST) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -5766,7 +4414,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -5932,8 +4580,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -5952,7 +4599,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -6060,8 +4707,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -6080,7 +4726,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -6217,8 +4863,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -6237,7 +4882,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -6359,8 +5004,7 @@ WITH sqlanon_freq AS (
     f.c,
     d.p,
     CAST(f.c AS DOUBLE) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -6379,7 +5023,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -6551,8 +5195,7 @@ WITH sqlanon_freq AS (
     f.c AS c,
     d.p AS p,
     CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -6577,7 +5220,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -6691,8 +5334,7 @@ WITH sqlanon_freq AS (
     f.c AS c,
     d.p AS p,
     CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -6717,7 +5359,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -6856,8 +5498,7 @@ WITH sqlanon_freq AS (
     f.c AS c,
     d.p AS p,
     CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -6882,7 +5523,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -7010,8 +5651,7 @@ WITH sqlanon_freq AS (
     f.c AS c,
     d.p AS p,
     CAST(f.c AS FLOAT) / SUM(f.c) OVER (PARTITION BY f.cid) AS q,
-    SUM(f.c) OVER (PARTITION BY f.cid) AS n,
-    ROW_NUMBER() OVER (PARTITION BY f.cid ORDER BY f.c DESC) AS rnk
+    SUM(f.c) OVER (PARTITION BY f.cid) AS n
   FROM a0_fs AS f
   JOIN a0_dom AS d
     ON d.sid = f.sid
@@ -7036,7 +5676,7 @@ WITH sqlanon_freq AS (
       SUM(ABS(q - p)) + 1 - SUM(p)
     ) AS emd_equal,
     MAX(c) AS r1,
-    SUM(CASE WHEN rnk >= 2 THEN c ELSE 0 END) AS tail
+    CAST(NULL AS BIGINT) AS tail
   FROM a0_cells
   GROUP BY
     cid
@@ -9738,3 +8378,16 @@ WHERE
   s.bl > {{ beta }} + 1e-09 OR s.ble > 1e-09
 {% endif %}
 {% endmacro %}
+
+{#- Grassberger's G at 0, 2, ..., 100 (ARX 3.9.2's EntropyEstimator; templates/_macros/sensitive.sql.j2). -#}
+{% macro default__sqlanon_grassberger_table() %}{{ return([-1.2703628454614782, 0.7296371545385218, 1.3963038212051886, 1.7963038212051885, 2.0820181069194743, 2.3042403291416966, 2.4860585109598783, 2.639904664806032, 2.7732379981393653, 2.8908850569628948, 2.9961482148576315, 3.091386310095727, 3.178342831834857, 3.2583428318348573, 3.3324169059089312, 3.4013824231503107, 3.4658985521825687, 3.5265046127886293, 3.5836474699314866, 3.6377015239855406, 3.6889835752675917, 3.7377640630724698, 3.7842756909794466, 3.8287201354238913, 3.871273326913253, 3.912089653443865, 3.951305339718375, 3.9890411887749786, 4.025404825138615, 4.060492544436861, 4.094390849521607, 4.127177734767508, 4.1589237665135395, 4.18969299728277, 4.219543743551427, 4.248529250797804, 4.276698264882311, 4.304095525156284, 4.33076219182295, 4.356736217796977, 4.382052673493179, 4.40674403151787, 4.430840417060039, 4.454369828824745, 4.477358334571871, 4.49983024468423, 4.521808266662253, 4.543313643006339, 4.564366274585286, 4.5849848312863175, 4.605186851488337]) }}{% endmacro %}
+
+{% macro default__sqlanon_grassberger_g(x) %}(CASE WHEN {{ x }} <= 100 THEN CASE {{ x }} - {{ x }} % 2{% for g in adapter.dispatch('sqlanon_grassberger_table', 'sqlanon')() %} WHEN {{ 2 * loop.index0 }} THEN CAST({{ g }} AS DOUBLE PRECISION){% endfor %} END ELSE LN(CAST(({{ x }} - {{ x }} % 2) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * 0.0038442460317460315)) END){% endmacro %}
+
+{% macro duckdb__sqlanon_grassberger_g(x) %}(CASE WHEN {{ x }} <= 100 THEN CASE {{ x }} - {{ x }} % 2{% for g in adapter.dispatch('sqlanon_grassberger_table', 'sqlanon')() %} WHEN {{ 2 * loop.index0 }} THEN CAST({{ g }} AS DOUBLE){% endfor %} END ELSE LN(CAST(({{ x }} - {{ x }} % 2) AS DOUBLE)) + CAST(4 AS DOUBLE) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.041666666666666664 - CAST(4 AS DOUBLE) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.007291666666666667 - CAST(4 AS DOUBLE) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * 0.0038442460317460315)) END){% endmacro %}
+
+{% macro postgres__sqlanon_grassberger_g(x) %}(CASE WHEN {{ x }} <= 100 THEN CASE {{ x }} - {{ x }} % 2{% for g in adapter.dispatch('sqlanon_grassberger_table', 'sqlanon')() %} WHEN {{ 2 * loop.index0 }} THEN CAST({{ g }} AS DOUBLE PRECISION){% endfor %} END ELSE LN(CAST(({{ x }} - {{ x }} % 2) AS DOUBLE PRECISION)) + CAST(4 AS DOUBLE PRECISION) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.041666666666666664 - CAST(4 AS DOUBLE PRECISION) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.007291666666666667 - CAST(4 AS DOUBLE PRECISION) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * 0.0038442460317460315)) END){% endmacro %}
+
+{% macro spark__sqlanon_grassberger_g(x) %}(CASE WHEN {{ x }} <= 100 THEN CASE {{ x }} - {{ x }} % 2{% for g in adapter.dispatch('sqlanon_grassberger_table', 'sqlanon')() %} WHEN {{ 2 * loop.index0 }} THEN CAST({{ g }} AS DOUBLE){% endfor %} END ELSE LN(CAST(({{ x }} - {{ x }} % 2) AS DOUBLE)) + CAST(4 AS DOUBLE) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (CAST(0.041666666666666664 AS DOUBLE) - CAST(4 AS DOUBLE) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (CAST(0.007291666666666667 AS DOUBLE) - CAST(4 AS DOUBLE) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * CAST(0.0038442460317460315 AS DOUBLE))) END){% endmacro %}
+
+{% macro sqlserver__sqlanon_grassberger_g(x) %}(CASE WHEN {{ x }} <= 100 THEN CASE {{ x }} - {{ x }} % 2{% for g in adapter.dispatch('sqlanon_grassberger_table', 'sqlanon')() %} WHEN {{ 2 * loop.index0 }} THEN CAST({{ g }} AS FLOAT){% endfor %} END ELSE LOG(CAST(({{ x }} - {{ x }} % 2) AS FLOAT)) + CAST(4 AS FLOAT) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.041666666666666664 - CAST(4 AS FLOAT) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * (0.007291666666666667 - CAST(4 AS FLOAT) / (({{ x }} - {{ x }} % 2) * ({{ x }} - {{ x }} % 2)) * 0.0038442460317460315)) END){% endmacro %}

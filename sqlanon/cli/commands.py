@@ -273,7 +273,8 @@ main.add_command(anonymise, name="anonymize")
 def compile_cmd(
     policy: str, dialect: str, levels: str | None, db: str | None, publish_as: str | None
 ) -> None:
-    """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run."""
+    """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run (a
+    PostgreSQL view: the statements that publish it through a SECURITY DEFINER function)."""
     sql = api.compile(policy, dialect, levels=levels, db=db, publish_as=publish_as)
     if secrets.uses_secret(sql):
         click.echo(keys.SECRET_NOTE)

@@ -29,9 +29,11 @@ from typing import Any
 
 from sqlglot import exp
 
+from sqlanon.dbt import grassberger
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import EPS, T_COLUMN
 from sqlanon.relation import Relation
+from sqlanon.risk_extra import LRank
 from sqlanon.sql.base import CANONICAL, Sql, ident, lit
 from sqlanon.sql.compile import dialect_tree, parse_one_statement, render
 
@@ -164,7 +166,7 @@ def _context(test: Test, variant: dict[str, Any]) -> dict[str, Any]:
         "p": Sql("a0"),
         "s_alias": Sql("s_0"),
         "sid_alias": Sql("sid_0"),
-        "l_rank": _L_RANK,
+        "l_rank": LRank(_L_RANK),  # tail=False (t, likeness) never reads it; grassberger per variant
         "eps": lit(EPS),
         "grassberger": False,
         **{name.strip("_").removeprefix("sqlanon_"): ident(name) for name in SCALARS},
@@ -195,7 +197,9 @@ def _list_item(node: exp.Expression) -> exp.Expression:
 def jinja_sql(template: str, dialect: str, **context: Any) -> str:
     """Render ``template`` with placeholders, generate it for ``dialect`` and turn the placeholders
     into dbt Jinja (see the module docstring)."""
-    tree = dialect_tree(parse_one_statement(render(template, CANONICAL, **context), "select"), dialect)
+    tree = parse_one_statement(render(template, CANONICAL, **context), "select")
+    g_args = grassberger.lift(tree)  # G(x) is a call of one shared macro, not its table again
+    tree = dialect_tree(tree, dialect)
     loops: list[str] = []
     for node in list(tree.find_all(exp.Identifier)):
         if node.name not in (_QI, _QA) or node.root() is not tree:
@@ -214,7 +218,7 @@ def jinja_sql(template: str, dialect: str, **context: Any) -> str:
         text = text.replace(f"{q} AS {q}", q).replace(q, body)
     for name, jinja in SCALARS.items():
         text = text.replace(_quoted(name, dialect), jinja)
-    text = text.replace(str(_L_RANK), "{{ sqlanon_l_rank }}")
+    text = grassberger.calls(text.replace(str(_L_RANK), "{{ sqlanon_l_rank }}"), g_args, dialect)
     if "__sqlanon_" in text:
         raise SqlanonError(f"dbt macros: a placeholder of {template} survived: {text[:200]}")
     return text
@@ -271,7 +275,7 @@ def generate() -> str:
     for test in TESTS:
         for adapter in ADAPTERS:
             out.append("\n" + macro(test, adapter))
-    return "".join(out)
+    return "".join(out) + grassberger.macros(ADAPTERS)
 
 
 def package_dir() -> Path:

@@ -28,6 +28,7 @@ sqlanon's own hex names; no value of the policy or the data enters them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -39,6 +40,8 @@ from sqlanon.relation import Relation
 from sqlanon.sql.compile import Sql
 
 _OWN = OWN_COMPANION
+#: A template rendered through the compile path: (name, statement kind, context) -> SQL text.
+Render = Callable[[str, str, dict[str, object]], str]
 
 #: Settings the function fixes for its own run, whatever the reader set (issue 32). A reader's
 #: ``client_min_messages = log`` with ``debug_print_parse`` sent them the parse tree of the stored
@@ -131,28 +134,43 @@ class Definer:
     def create(self, be: Backend, ctx: dict[str, object]) -> None:
         """Row type, stored query and function, in the caller's transaction. No IF NOT EXISTS: a
         name taken by anyone else fails the publish instead of being reused."""
-        be.execute("publish/create_rowtype", kind="create", target=self.table, qcol=self.qcol, **ctx)
-        query = be._sql("publish/release_rows", "select", {"qcol": self.qcol, **ctx})
-        be.execute("publish/store_query", kind="insert", target=self.table, qcol=self.qcol, query=query)
+        for what, sql in self.statements(be._sql, self.settings(be), ctx):
+            _ddl(be, what, sql)
+
+    def statements(
+        self, render: Render, settings: list[str], ctx: dict[str, object]
+    ) -> list[tuple[str, str]]:
+        """(what, SQL) of what :meth:`create` runs, in order; ``sqlanon compile`` prints the same
+        (:func:`sqlanon.publish.compile_release`). ``render(template, kind, context)`` is the
+        compile path (the backend's, or :func:`~sqlanon.sql.compile.to_sql` for PostgreSQL);
+        ``settings`` the function's SET clauses (:meth:`settings`)."""
+        table = {"target": self.table, "qcol": self.qcol}
+        query = render("publish/release_rows", "select", {"qcol": self.qcol, **ctx})
         tag = f"$sqlanon_{self.function.name[-12:]}$"
         body = self.body()
         if tag in body:
             raise SqlanonError("internal: the function body holds its own quote tag")
-        settings = " ".join(f"SET {_q(name)} = {value}" for name, value in self.settings(be))
-        _ddl(
-            be,
-            "publish/definer_function",
-            f"CREATE FUNCTION {_fn(self.function)} RETURNS SETOF {_qual(self.table)} LANGUAGE plpgsql "
-            f"SECURITY DEFINER {settings} AS {tag}{body}{tag}",
-        )
-        _ddl(be, "publish/revoke_function", f"REVOKE ALL ON FUNCTION {_fn(self.function)} FROM PUBLIC")
+        return [
+            ("publish/create_rowtype", render("publish/create_rowtype", "create", {**table, **ctx})),
+            ("publish/store_query", render("publish/store_query", "insert", {**table, "query": query})),
+            (
+                "publish/definer_function",
+                f"CREATE FUNCTION {_fn(self.function)} RETURNS SETOF {_qual(self.table)} LANGUAGE plpgsql "
+                f"SECURITY DEFINER {' '.join(settings)} AS {tag}{body}{tag}",
+            ),
+            ("publish/revoke_function", f"REVOKE ALL ON FUNCTION {_fn(self.function)} FROM PUBLIC"),
+        ]
 
     @staticmethod
-    def settings(be: Backend) -> list[tuple[str, str]]:
-        """:data:`FIXED`, and :data:`INHERITED` at this session's values, as SET clauses."""
+    def settings(be: Backend | None) -> list[str]:
+        """:data:`FIXED`, and :data:`INHERITED` at this session's values, as SET clauses; without a
+        session (printed SQL), ``FROM CURRENT``: the values of the session that runs it, as PostgreSQL
+        records them when the function is created (*CREATE FUNCTION*)."""
+        out = [f"SET {_q(n)} = {'pg_catalog, pg_temp' if n == 'search_path' else _lit(v)}" for n, v in FIXED]
+        if be is None:
+            return out + [f"SET {_q(n)} FROM CURRENT" for n in INHERITED]
         values = be.query("catalog/settings", names=list(INHERITED))[0]
-        out = [(n, "pg_catalog, pg_temp" if n == "search_path" else _lit(v)) for n, v in FIXED]
-        return out + [(n, _lit(str(v))) for n, v in zip(INHERITED, values, strict=True)]
+        return out + [f"SET {_q(n)} = {_lit(str(v))}" for n, v in zip(INHERITED, values, strict=True)]
 
     def body(self) -> str:
         """First the access check (finding 7: EXECUTE outlived a revoked SELECT on the view, and

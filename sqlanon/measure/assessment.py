@@ -32,6 +32,7 @@ from sqlanon.presence import presence_checks, resolve
 from sqlanon.profitability import profitability_assessment, profitability_checks
 from sqlanon.relation import Relation
 from sqlanon.risk_extra import (
+    LRank,
     attribute_risks,
     grassberger_figures,
     grassberger_violation,
@@ -134,7 +135,7 @@ def _sort_key(policy: Policy, name: str, alias: Sql) -> Sql:
     return _sql(case)
 
 
-def _l_rank(policy: Policy, attr: str) -> int:
+def _l_rank(policy: Policy, attr: str) -> LRank:
     """The l used for the recursive tail: the policy's recursive l for ``attr``, else 2."""
     rank = next((int(r.l) for r in policy.privacy.l if r.attribute == attr and r.kind == "recursive"), 2)
     return l_rank_of(rank, policy, attr)  # also carries whether Grassberger's estimate is asked
@@ -336,7 +337,7 @@ def assess_tables(
             "distinct": int(l_distinct),
             "entropy": 2.0 ** float(min_h),
             "recursive": {
-                "l": l_rank,
+                "l": l_rank.rank,
                 "c_min": None if int(short) > 0 or c_min is None else float(c_min),
                 "classes_with_fewer_than_l_values": int(short),
                 "c": rec_req.c if rec_req else None,

@@ -6,10 +6,11 @@ hierarchy, as SQL, for ``templates/_macros/sensitive.sql.j2`` (macros ``hier_map
 The hierarchy is the sensitive column's ``columns.<attr>.hierarchy``, in the two forms a
 categorical hierarchy takes (``map`` and an ARX ``file``, as for a quasi-identifier). It is read
 here rather than by :mod:`sqlanon.transform.build` because the measure layer (assess) sits below
-transform (import-linter's layers). Values are compared as text, as for a text quasi-identifier's
-map; NULL is covered by ``null: [...]`` or a file's ``NULL`` row. Every level must be a function of
-the level below (a tree): the closed form in the macro telescopes only over a tree, and ARX builds
-its tree from the same (level, label) nodes.
+transform (import-linter's layers); the parsing both share (the file read, the labels' checks, a
+file's NULL row, the tree check) is :mod:`sqlanon.hierarchy_rows`'s. Values are compared as text,
+as for a text quasi-identifier's map; NULL is covered by ``null: [...]`` or a file's ``NULL`` row.
+Every level must be a function of the level below (a tree): the closed form in the macro telescopes
+only over a tree, and ARX builds its tree from the same (level, label) nodes.
 
 With one level above the values (H = 1: the values and '*') every two values are 1 apart and
 emd_hier equals emd_equal; the macro's comment derives the general closed form. A value the
@@ -18,8 +19,6 @@ hierarchy does not list is refused before any figure (:func:`check_covered`), as
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,18 @@ from typing import Any
 from sqlglot import exp
 
 from sqlanon.errors import PolicyError, SqlanonError
+from sqlanon.hierarchy_rows import (
+    ARX_NULL,
+    STAR,
+    check_height,
+    check_tree,
+    file_null_row,
+    label_text,
+    map_rows,
+    read_arx,
+)
 from sqlanon.policy import Policy
 from sqlanon.sql.compile import CANONICAL, Sql, ident
-
-STAR = "*"
-ARX_NULL = "NULL"
-#: The bounds of a hierarchy file, as for a quasi-identifier's (sqlanon/transform/hierarchy.py).
-MAX_BYTES = 200 * 1024 * 1024
-MAX_HEIGHT = 64
 
 
 @dataclass(frozen=True)
@@ -90,60 +93,24 @@ class SensitiveHierarchy:
         return Sql(pred.sql(CANONICAL))
 
 
-def _text(v: Any, key: str) -> str:
-    if v is None or isinstance(v, dict | list):
-        raise PolicyError(f"policy key {key!r}: a label or value must be text, got {v!r}")
-    s = str(v)
-    if "\x00" in s:
-        raise PolicyError(f"policy key {key!r}: {s!r} contains a NUL byte")
-    return s
-
-
-def _read_file(path: Path, key: str) -> list[list[str]]:
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise PolicyError(f"policy key {key!r}: cannot read {str(path)!r}: {e.strerror or e}") from None
-    if len(raw) > MAX_BYTES:
-        raise PolicyError(f"policy key {key!r}: {str(path)!r} is more than {MAX_BYTES:,} bytes")
-    try:
-        text = io.StringIO(raw.decode("utf-8-sig"), newline="")
-        return [[c.strip() for c in r] for r in csv.reader(text, delimiter=";") if r and any(r)]
-    except (UnicodeDecodeError, csv.Error) as e:
-        raise PolicyError(
-            f"policy key {key!r}: {str(path)!r} is not ';'-separated UTF-8 text ({e})"
-        ) from None
-
-
 def _rows(spec: dict, key: str, base_dir: Path) -> tuple[list[list[str]], list[str] | None]:
     forms = [k for k in ("file", "map") if k in spec]
     extra = [k for k in spec if k not in ("file", "map", "null")]
     if len(forms) != 1 or extra:
         raise PolicyError(f"policy key {key!r}: a sensitive attribute's hierarchy is a map or a file")
     null = spec.get("null")
-    null_row = (
-        None
-        if null is None
-        else [_text(x, f"{key}.null") for x in (null if isinstance(null, list) else [null])]
-    )
+    nulls = null if isinstance(null, list) else [null]
+    null_row = None if null is None else [label_text(x, f"{key}.null", "a label of NULL") for x in nulls]
     if forms[0] == "file":
-        rows = _read_file((base_dir / str(spec["file"])).resolve(), f"{key}.file")
-        nulls = [r for r in rows if r[0] == ARX_NULL]
-        if nulls and null_row is not None:
-            raise PolicyError(f"policy key {key!r}: NULL is covered twice, by the file's NULL row and null")
-        if nulls:
-            null_row = nulls[0][1:]
+        rows = read_arx((base_dir / str(spec["file"])).resolve(), f"{key}.file")
+        null_row = file_null_row(rows, null_row, key)
         return [r for r in rows if r[0] != ARX_NULL], null_row
-    m = spec["map"]
-    if not isinstance(m, dict) or not m:
-        raise PolicyError(f"policy key '{key}.map': expected a mapping value -> [level1, ...]")
     rows = []
-    for v, labels in m.items():
+    for v, *labels in map_rows(spec["map"], f"{key}.map"):
         if v is None:
             raise PolicyError(f"policy key '{key}.map': a null value cannot be a key; cover NULL with 'null'")
-        labels = labels if isinstance(labels, list) else [labels]
-        rows.append([_text(v, f"{key}.map"), *[_text(x, f"{key}.map.{v}") for x in labels]])
+        value = label_text(v, f"{key}.map", f"value {v!r}")
+        rows.append([value, *[label_text(x, f"{key}.map.{v}", f"a label of {v!r}") for x in labels]])
     return rows, null_row
 
 
@@ -163,8 +130,7 @@ def _build(column: str, spec: dict, base_dir: Path) -> SensitiveHierarchy:
         else tuple(null_row if rooted or null_row[-1:] == [STAR] else [*null_row, STAR])
     )
     width = len(star[0]) if star else len(null or ()) + 1
-    if width - 1 > MAX_HEIGHT:
-        raise PolicyError(f"policy key {key!r}: more than {MAX_HEIGHT} levels above the value")
+    check_height(key, width - 1)
     table: dict[str, tuple[str, ...]] = {}
     for r in star:
         if len(r) != width:
@@ -174,15 +140,7 @@ def _build(column: str, spec: dict, base_dir: Path) -> SensitiveHierarchy:
         table[r[0]] = tuple(r[1:])
     if null is not None and len(null) + 1 != width:
         raise PolicyError(f"policy key {key!r}: NULL has {len(null) + 1} levels, expected {width}")
-    # A tree: each label generalises to one label at the level above (the closed form needs it).
-    for lvl in range(1, width - 1):
-        up: dict[str, str] = {}
-        for labels in [*table.values(), *([null] if null else [])]:
-            if up.setdefault(labels[lvl - 1], labels[lvl]) != labels[lvl]:
-                raise PolicyError(
-                    f"policy key {key!r}: label {labels[lvl - 1]!r} at level {lvl} generalises to both "
-                    f"{up[labels[lvl - 1]]!r} and {labels[lvl]!r}"
-                )
+    check_tree([*table.values(), *([null] if null else [])], width, key)
     return SensitiveHierarchy(column=column, table=table, null_labels=null)
 
 

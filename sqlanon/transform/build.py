@@ -14,23 +14,26 @@ from typing import Any
 
 from sqlanon.engines.base import INTEGRAL_TYPE
 from sqlanon.errors import PolicyError
+from sqlanon.hierarchy_rows import (
+    ARX_NULL,
+    STAR,
+    check_height,
+    check_tree,
+    file_null_row,
+    label_text,
+    map_rows,
+    read_arx,
+)
 from sqlanon.transform.hierarchy import (
     DATE_UNITS,
     MAX_MASK_LEVELS,
-    STAR,
     DateHierarchy,
     Hierarchy,
     IntervalHierarchy,
     MappingHierarchy,
     MaskHierarchy,
     TopOnlyHierarchy,
-    check_height,
-    label_text,
-    read_arx,
 )
-
-#: The value cell of an ARX hierarchy row that covers SQL NULL: ARX's own ``DataType.NULL_VALUE``.
-ARX_NULL = "NULL"
 
 
 def _mapping_from_rows(
@@ -46,13 +49,9 @@ def _mapping_from_rows(
     ``NULL`` covers NULL as in ARX, which reads that text as a missing value; in a text column it
     covers the text 'NULL' too, as ARX would (the two cannot be told apart in a file)."""
     if source != "map":
-        arx_nulls = [r for r in rows if r and r[0] == ARX_NULL]
-        if arx_nulls and null_row is not None:
-            raise PolicyError(f"policy key {key!r}: NULL is covered twice, by the file's NULL row and null")
-        if arx_nulls:
-            null_row = arx_nulls[0][1:]
-            if numeric:  # a number column has no text 'NULL'
-                rows = [r for r in rows if r[0] != ARX_NULL]
+        null_row = file_null_row(rows, null_row, key)
+        if numeric:  # a number column has no text 'NULL'
+            rows = [r for r in rows if r[0] != ARX_NULL]
     width = len(rows[0]) if rows else len(null_row or []) + 1
     check_height(key, width - 1)
     for i, r in enumerate(rows):
@@ -90,16 +89,7 @@ def _mapping_from_rows(
     nulls = None
     if null_row is not None:
         nulls = [label_text(x, key, f"the level-{i + 1} label of NULL") for i, x in enumerate(null_row)]
-    # Each level must be a function of the level below (a tree), or generalising is not monotone.
-    for lvl in range(1, width - 1):
-        up: dict[str, str] = {}
-        for labels in [*table.values(), *([nulls] if nulls else [])]:
-            a, b = labels[lvl - 1], labels[lvl]
-            if up.setdefault(a, b) != b:
-                raise PolicyError(
-                    f"policy key {key!r}: label {a!r} at level {lvl} generalises to both "
-                    f"{up[a]!r} and {b!r} at level {lvl + 1}"
-                )
+    check_tree([*table.values(), *([nulls] if nulls else [])], width, key)
     return MappingHierarchy(
         column=column,
         levels=width,
@@ -170,15 +160,10 @@ def build_hierarchy(
             integral=integral,
         )
     if form == "map":
-        m = spec["map"]
-        if not isinstance(m, dict) or not m:
-            raise PolicyError(f"policy key '{key}.map': expected a mapping value -> [level1, ...]")
-        rows = []
-        for v, labels in m.items():
-            labels = labels if isinstance(labels, list) else [labels]
-            if not labels or str(labels[-1]) != STAR:
-                labels = [*labels, STAR]
-            rows.append([v, *labels])
+        rows = [
+            r if len(r) > 1 and str(r[-1]) == STAR else [*r, STAR]
+            for r in map_rows(spec["map"], f"{key}.map")
+        ]
         return _mapping_from_rows(
             column, rows, f"{key}.map", numeric, source="map", null_row=null_row, integral=integral
         )

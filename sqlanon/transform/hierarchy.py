@@ -20,18 +20,13 @@ A quasi-identifier without a hierarchy has two levels: the value and ``*``.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
 
-from sqlanon.errors import PolicyError
+from sqlanon.hierarchy_rows import MAX_HEIGHT, STAR
 from sqlanon.sql.compile import CANONICAL, Sql
-
-STAR = "*"
 
 
 def _lit(v: Any) -> exp.Expression:
@@ -278,68 +273,5 @@ class DateHierarchy(Hierarchy):
 # ---------------------------------------------------------------------------------------------------
 
 
-#: Refuse hierarchy files larger than this, or with more rows (one SQL CASE branch per row).
-MAX_HIERARCHY_BYTES = 200 * 1024 * 1024
-MAX_HIERARCHY_ROWS = 1_000_000
-#: Most levels above the value any hierarchy may have. Every level is a column of the coded table
-#: and a step of the lattice, so 100,000 declared levels ran for minutes before anything was said.
-MAX_HEIGHT = 64
 #: Most levels a mask may have: one per masked character; longer codes are not quasi-identifiers.
 MAX_MASK_LEVELS = MAX_HEIGHT
-
-
-def check_height(key: str, height: int) -> None:
-    """Refuse a hierarchy with more than :data:`MAX_HEIGHT` levels above the value, before any
-    work proportional to its levels."""
-    if height > MAX_HEIGHT:
-        raise PolicyError(
-            f"policy key {key!r}: {height:,} levels above the value, more than the {MAX_HEIGHT} "
-            "a hierarchy may have"
-        )
-
-
-def read_arx(path: Path, key: str) -> list[list[str]]:
-    """Rows of an ARX hierarchy file (``value;level1;...;*``), bounded and strictly UTF-8.
-
-    The read itself is bounded, not only the size ``stat`` reports: ``/dev/zero`` (or a file that
-    grows) reports a small size and, having no newline, would be read as one endless line."""
-    shown = f"policy key {key!r}: {str(path)!r}"
-    too_big = f"more than the {MAX_HIERARCHY_BYTES:,} bytes a hierarchy file may have"
-    try:
-        size = path.stat().st_size
-        if size > MAX_HIERARCHY_BYTES:
-            raise PolicyError(f"{shown} is {size:,} bytes, {too_big}")
-        with path.open("rb") as f:
-            raw = f.read(MAX_HIERARCHY_BYTES + 1)
-        if len(raw) > MAX_HIERARCHY_BYTES:
-            raise PolicyError(f"{shown} is {too_big}")
-        # newline="" as csv asks: \r, \n and \r\n end a row, and quoted fields keep theirs.
-        text = io.StringIO(raw.decode("utf-8-sig"), newline="")
-        del raw
-        rows = []
-        for r in csv.reader(text, delimiter=";"):
-            if r and any(r):
-                rows.append([c.strip() for c in r])
-                if len(rows) > MAX_HIERARCHY_ROWS:
-                    raise PolicyError(f"{shown} has more than {MAX_HIERARCHY_ROWS:,} rows")
-    except OSError as e:
-        raise PolicyError(f"policy key {key!r}: cannot read {str(path)!r}: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise PolicyError(f"{shown} is not UTF-8 text (byte {e.start})") from None
-    except csv.Error as e:
-        raise PolicyError(f"{shown} is not a ';'-separated text file ({e})") from None
-    if not rows:
-        raise PolicyError(f"policy key {key!r}: {str(path)!r} is empty")
-    return rows
-
-
-def label_text(v: Any, key: str, what: str) -> str:
-    """A label as text: refuse null (it would be published as the text 'None') and NUL bytes."""
-    if v is None:
-        raise PolicyError(f"policy key {key!r}: {what} is null; a label must be text")
-    if isinstance(v, dict | list):
-        raise PolicyError(f"policy key {key!r}: {what} must be text, got a {type(v).__name__}")
-    text = str(v)
-    if "\x00" in text:
-        raise PolicyError(f"policy key {key!r}: {what} contains a NUL byte")
-    return text

@@ -4,11 +4,13 @@ view enforces the policy at read time (``templates/publish/_release.sql.j2``).""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 from sqlglot import exp
 
+from sqlanon.engines.definer import Definer
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import EPS, _l_rank, _sort_key, checked_sensitive, requirement_checks
 from sqlanon.measure.presence import release_filter
@@ -174,17 +176,35 @@ def release_sql(
     source_columns: list[str] | None = None,
     perturb: dict[str, Any] | None = None,
     partition: dict[str, Any] | None = None,
+    *,
+    definer: bool = False,
 ) -> str:
+    """The release's CREATE. With ``definer`` (``sqlanon compile``: what publishing runs), a
+    PostgreSQL view as :func:`sqlanon.publish._publish` creates it, through a definer function
+    (engines/definer.py): the row type, the stored query, the function and its REVOKE, then the
+    view, joined by ``;``; ``target`` must then be schema-qualified."""
     ctx = release_context(policy, hierarchies, node, source_columns, perturb, partition)
+    if definer and dialect == "postgres" and kind == "view":
+        return _definer_script(policy, ctx, target, source_columns or [])
     return to_sql(f"publish/create_{kind}", dialect, kind="create", target=target, **ctx)
 
 
+def _definer_script(policy: Policy, ctx: dict[str, Any], target: Relation, source_columns: list[str]) -> str:
+    """The statements of a published PostgreSQL view, named from a hash of the release (the same
+    text each time), the function's settings FROM CURRENT (the session that runs the script)."""
+
+    def render(name: str, kind: str, context: dict[str, object]) -> str:
+        return to_sql(name, "postgres", kind=kind, **context)
+
+    qcol = internal_prefix([*source_columns, *[c.name for c in policy.columns]]) + "query"
+    text = f"{target}\n{render('publish/release_rows', 'select', {'qcol': qcol, **ctx})}"
+    fn = Definer.named(str(target.schema), hashlib.sha256(text.encode()).hexdigest()[:12], qcol)
+    out = [sql for _, sql in fn.statements(render, Definer.settings(None), ctx)]
+    view = render("publish/create_definer_view", "create", {"target": target, "call": fn.call(), **ctx})
+    return ";\n".join([*out, view])
+
+
 # ---------------------------------------------------------------------------------------------------
-
-
-def secret_columns(policy: Policy) -> list[str]:
-    """The columns whose published values need a secret key: hashed identifiers, perturbed columns."""
-    return [c.name for c in policy.identifiers if c.action == "hash"] + [c.name for c in policy.perturbed]
 
 
 def check_hash_release(policy: Policy, kind: str) -> None:
@@ -202,7 +222,7 @@ def check_hash_release(policy: Policy, kind: str) -> None:
             "privacy.differential_privacy: SafePub's release is a sample drawn once; publish it as a "
             "table (--as table or publish.as: table)"
         )
-    names = secret_columns(policy)
+    names = policy.secret_columns
     if names and kind == "view":
         key, what = ("action", "action hash") if names[0] in hashed else ("perturb", "perturb")
         raise SqlanonError(
