@@ -53,6 +53,19 @@ EXTRA_HINT = "pip install 'sqlanon[spark]'"
 CONNECT_PROBE_S = 10.0
 
 
+#: Session settings for the coded table's statement (templates/search/coded.spark.sql.j2) where
+#: Spark's plan broadcasts every dictionary: its only shuffles are then the dictionaries' own (a
+#: DISTINCT per QI, tiny), and the frequency table is read map-side. Adaptive execution runs each
+#: shuffle stage as a job of its own and one partition is all a dictionary needs: the nine Adult
+#: QIs at 1e5 rows, 28 jobs with Spark's defaults against 10 so, 8.9-11.8 s against 6.6-13 s
+#: interleaved on the loaded 2-core machine (4.2 s at load 8; issue 33, docs/performance.md).
+#: Where a dictionary is not broadcast by the static plan (no size estimate: a large source), the
+#: session's own settings stay, so that adaptive execution can still broadcast it at run time.
+BROADCAST_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+#: Physical join operators that are not a hash join against a broadcast table.
+SHUFFLED_JOINS = ("SortMergeJoin", "ShuffledHashJoin", "CartesianProduct", "NestedLoopJoin")
+
+
 def is_spark_url(url: str) -> bool:
     return url == "spark" or url.startswith(("spark?", "spark://", "sc://"))
 
@@ -255,12 +268,41 @@ class SparkBackend(Backend):
         rel = self.temp_relation(stem)
         sql = self._sql(template, "select", context)
         try:
-            frame = self._without_stats(rel.name, self._run(sql).localCheckpoint(eager=True))
+            frame = self._without_stats(rel.name, self._checkpoint(template, sql))
             frame.createTempView(rel.name)
         except Exception as e:  # noqa: BLE001
             raise self._fail("statement", template, e) from e
         self._temps.append(rel.name)
         return rel
+
+    def _checkpoint(self, template: str, sql: str) -> Any:
+        """The statement's rows, computed now (``localCheckpoint``); the coded table under
+        :data:`BROADCAST_SETTINGS` where its plan so made broadcasts every dictionary."""
+        if template == "search/coded" and getattr(self._spark, "_jsparkSession", None) is not None:
+            with self._settings(BROADCAST_SETTINGS):
+                frame = self._run(sql)
+                if broadcasts_only(frame):
+                    return frame.localCheckpoint(eager=True)
+            return self._spark.sql(sql).localCheckpoint(eager=True)  # planned anew, as the session says
+        return self._run(sql).localCheckpoint(eager=True)
+
+    @contextlib.contextmanager
+    def _settings(self, settings: dict[str, str]) -> Iterator[None]:
+        """The session's SQL settings ``settings`` for one statement, the previous values put back
+        after it (a session shared with a notebook keeps its own)."""
+        conf = self._spark.conf
+        saved = {k: conf.get(k, None) for k in settings}
+        for k, v in settings.items():
+            conf.set(k, v)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                with contextlib.suppress(Exception):
+                    if v is None:
+                        conf.unset(k)
+                    else:
+                        conf.set(k, v)
 
     def _without_stats(self, name: str, frame: Any) -> Any:
         """The checkpointed rows, as a new relation when the estimate they inherit is past any real
@@ -353,6 +395,13 @@ class SparkBackend(Backend):
             if self._owns and self._spark is not None:
                 with interrupt.deferred(), contextlib.suppress(Exception):
                     self._spark.stop()
+
+
+def broadcasts_only(frame: Any) -> bool:
+    """Whether the physical plan of a classic session's DataFrame (planned now, under the
+    session's current settings) joins only by hashing against broadcast tables."""
+    physical = str(frame._jdf.queryExecution().executedPlan().toString())
+    return not any(join in physical for join in SHUFFLED_JOINS)
 
 
 def spark_error(e: BaseException) -> str:
