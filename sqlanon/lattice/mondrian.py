@@ -274,6 +274,7 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
             "mondrian/split",
             work=Hole(work),
             cuts=Hole(found),
+            levels=_hole(levels),
             dims=ctx_dims,
             sid_aliases=sids,
             next=Hole(next_id),
@@ -299,9 +300,8 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
         for i, c in enumerate(policy.sensitive)
         if not (types[c.name].numeric if c.name in types else False)
     ]
-    row = be.query("mondrian/metrics", work=work, dims=ctx_dims, lab=lab, mu=[sid for _, sid in categorical])[
-        0
-    ]
+    mu = [sid for _, sid in categorical]
+    row = be.query("mondrian/metrics", work=work, levels=levels, dims=ctx_dims, lab=lab, mu=mu)[0]
     n_parts, n, smallest, dm = (int(x) for x in row[:4])
     ncp, h, ph, lb, lam = (float(x or 0.0) for x in row[4:9])
     sums: dict[str, Any] = {"n": n, "ncp": ncp, "h": h, "ph": ph, "lb": lb, "lam": lam}
