@@ -18,6 +18,7 @@ import sqlanon.engines.base as engine_mod
 import sqlanon.transform.release as release_mod
 from sqlanon.errors import SqlanonError
 from sqlanon.sql import compile as compile_mod
+from sqlanon.sql import shapes
 from sqlanon.sql.compile import template_names
 from tests.conftest import PATIENT_TYPES, TEST_HASH_KEY, TEST_PERTURB_KEY, patients_rows
 
@@ -296,7 +297,10 @@ def test_every_template_is_covered(recorded):  # noqa: ANN001
 def test_golden_sql(recorded, dialect):  # noqa: ANN001
     for key, rec in sorted(recorded.items()):
         name = rec["name"]
-        sql = compile_mod.to_sql(name, dialect, kind=rec["kind"], **rec["ctx"])
+        ctx = rec["ctx"]
+        if dialect == "tsql" and isinstance(ctx.get("_target"), shapes.Hole):  # T-SQL's #name
+            ctx = {**ctx, "_target": shapes._VALUES[ctx["_target"]]}  # (a round's table, issue 33)
+        sql = compile_mod.to_sql(name, dialect, kind=rec["kind"], **ctx)
         check_golden(f"{key.replace('/', '__').replace(':', '--')}.{dialect}.sql", sql)
         if dialect == "tsql":
             sqlglot.parse(sql, read="tsql")  # T-SQL text must at least parse as T-SQL

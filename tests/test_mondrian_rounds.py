@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 import sqlanon
@@ -93,3 +94,72 @@ def test_superseded_round_tables_are_dropped(tmp_path):  # noqa: ANN001
     assert res.rounds >= 5 and res.partitions == 32
     assert sum("_mondrian_" in n for n in names) <= 2  # the first working table and the final one
     assert sum("_mcuts_" in n for n in names) <= 1
+
+
+#: The cut trees of Adult (30,162 rows, k = 5), hashed (every cut's partition, QI, cut point, median
+#: text, children and labels, in pid order) as the code before issue 33's task M1 (fewer statements
+#: per round: labels from the covers, children numbered in the round, levels looked up per value)
+#: computed them. ``hier9``: the nine QIs, eight along the ARX hierarchies, age on its values;
+#: ``mixed_l``: three along hierarchies, age on its values, race and workclass on their ranks, and
+#: distinct 2-diversity of occupation (the halves' class statistics).
+ADULT_TREES = {
+    "hier9": (3911, 19, "5b8219465bc3f0c0"),
+    "mixed_l": (2670, 18, "fa298412aad5610e"),
+}
+ADULT_QIS = {
+    "hier9": (
+        ["sex", "age", "race", "marital-status", "education", "native-country", "workclass"]
+        + ["salary-class", "occupation"],
+        [],
+        {},
+    ),
+    "mixed_l": (
+        ["sex", "marital-status", "education"],
+        ["age", "race", "workclass"],
+        {"l": {"occupation": 2}},
+    ),
+}
+
+
+def _tree_hash(cuts: dict) -> str:  # noqa: ANN001
+    import hashlib
+
+    h = hashlib.sha256()
+    for pid, c in sorted(cuts.items()):
+        h.update(repr((pid, c.dim, c.med, c.med_text, c.children, c.labels)).encode())
+    return h.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("name", sorted(ADULT_TREES))
+def test_adult_cut_trees_unchanged(name: str, tmp_path: Path) -> None:
+    import duckdb
+
+    from sqlanon.engines import session
+    from sqlanon.lattice import prepare
+    from sqlanon.lattice.mondrian import mondrian
+    from sqlanon.policy import parse_policy
+    from tests.conftest import ADULT_DIR
+
+    if not (ADULT_DIR / "adult.csv").is_file():
+        pytest.skip("Adult data absent (../shared/data/adult)")
+    path = tmp_path / "adult.duckdb"
+    con = duckdb.connect(str(path))
+    csv = str(ADULT_DIR / "adult.csv").replace("'", "''")
+    con.execute(f"CREATE TABLE main.adult AS SELECT * FROM read_csv('{csv}', delim=';', header=true)")
+    con.close()
+    hier, plain, extra = ADULT_QIS[name]
+    cols: dict = {
+        q: {"role": "quasi", "hierarchy": {"file": str(ADULT_DIR / f"adult_hierarchy_{q}.csv")}} for q in hier
+    }
+    cols.update({q: "quasi" for q in plain})
+    if extra:
+        cols["occupation"] = "sensitive"
+    doc = {
+        "source": "main.adult",
+        "columns": cols,
+        "privacy": {"k": 5, **extra},
+        "search": {"algorithm": "mondrian"},
+    }
+    with session(f"duckdb:///{path}") as be:
+        res = mondrian(prepare(be, parse_policy(doc)))
+    assert (res.partitions, res.rounds, _tree_hash(res.cuts)) == ADULT_TREES[name]

@@ -23,7 +23,7 @@ from sqlanon.engines.redaction import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql import secrets
-from sqlanon.sql.compile import find_template, inline_select, to_sql
+from sqlanon.sql.compile import Hole, find_template, inline_select, to_sql
 
 SQLALCHEMY_TO_SQLGLOT = {
     "duckdb": "duckdb",
@@ -216,10 +216,12 @@ class Backend:
                 find_template(template, self.dialect), self._inlined, **context
             )
             return rel
+        # A statement whose context holds holes is compiled once per shape: its target is one too.
+        holed = any(isinstance(v, Hole) for v in context.values())
         self.execute(
             "ddl/create_temp",
             kind="create",
-            _target=rel,
+            _target=Hole(rel) if holed else rel,
             _template=find_template(template, self.dialect),
             **context,
         )

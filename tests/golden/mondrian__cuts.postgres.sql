@@ -1,1 +1,1 @@
-SELECT pid, dim, med, med_text, nch, kid0 FROM "sqlanon_mcuts_00000000_5" ORDER BY r
+SELECT pid, dim, med, med_text, nch, k, kid FROM "sqlanon_mcuts_00000000_6" ORDER BY kid

@@ -1,0 +1,94 @@
+"""Mondrian's rounds cost their statements' execution, not their compilation (issue 33, task M1).
+
+Each round runs the same few templates (round, cuts, done, split) on new relations. Rendered with
+the relations and the next id as values, every round's text was new, so sqlglot parsed and
+generated ~30 kB of SQL per round again (at 1e5 rows ~2 s of the 5.5 s; py-spy). They are now
+holes: a template's shape is parsed once, and the rounds bind it. Here a table that takes many
+rounds compiles no more statements than one that takes a few, and the cut tree is the same as the
+reference's (tests/test_mondrian.py has the reference; tests/test_mondrian_rounds.py the hashes).
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import sqlanon.sql.compile as compile_mod
+from sqlanon.engines import session
+from sqlanon.lattice import prepare
+from sqlanon.lattice.mondrian import mondrian
+from sqlanon.policy import parse_policy
+
+
+def _run(tmp_path: Path, distinct: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
+    """Mondrian (k = 2) on ``distinct`` ages, one record each, and a two-level hierarchy on a
+    second QI: (rounds, partitions, statements other than drops parsed during the rounds)."""
+    path = tmp_path / f"m{distinct}.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(
+        "CREATE TABLE t AS SELECT i AS id, 1000 + i AS age, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'b' END AS z, "
+        f"'x' AS s FROM range({distinct}) AS r(i)"
+    )
+    con.close()
+    doc = {
+        "source": "main.t",
+        "columns": {
+            "id": "insensitive",
+            "age": "quasi",
+            "z": {"role": "quasi", "hierarchy": {"map": {"a": ["ab"], "b": ["ab"]}}},
+            "s": "sensitive",
+        },
+        "privacy": {"k": 2},
+        "search": {"algorithm": "mondrian"},
+    }
+    pol = parse_policy(doc)
+    parsed = [0]
+    real = compile_mod.parse_one_statement
+
+    def counting(text: str, *a, **kw):  # noqa: ANN002, ANN003, ANN202
+        parsed[0] += not text.startswith("DROP")  # a drop is one short line (Spark frees by name)
+        return real(text, *a, **kw)
+
+    with session(f"duckdb:///{path}") as be:
+        plan = prepare(be, pol)
+        monkeypatch.setattr(compile_mod, "parse_one_statement", counting)
+        res = mondrian(plan)
+        monkeypatch.setattr(compile_mod, "parse_one_statement", real)
+    return res.rounds, res.partitions, parsed[0]
+
+
+def test_rounds_do_not_recompile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 ages take 8 rounds of halving (128 partitions of 2), 16 ages 4: the many rounds parse
+    no more statements than the few (before: 30 against 20)."""
+    few = _run(tmp_path, 16, monkeypatch)
+    many = _run(tmp_path, 256, monkeypatch)
+    assert (few[1], many[1]) == (8, 128)  # 2 records a partition: every halving allowed
+    assert many[0] >= few[0] + 4
+    assert many[2] <= few[2] + 1, (few, many)
+    assert many[2] <= 20
+
+
+def test_the_collector_is_paused_then_restored(tmp_path: Path) -> None:
+    """The garbage collector is off during the rounds (the cut tree's allocations set off full
+    collections of the whole heap) and as it was afterwards, on or off."""
+    path = tmp_path / "g.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE t AS SELECT i AS id, i AS age, 'x' AS s FROM range(16) AS r(i)")
+    con.close()
+    doc = {"source": "main.t", "columns": {"id": "insensitive", "age": "quasi", "s": "sensitive"}}
+    pol = parse_policy({**doc, "privacy": {"k": 2}, "search": {"algorithm": "mondrian"}})
+    during: list[bool] = []
+    with session(f"duckdb:///{path}") as be:
+        plan = prepare(be, pol)
+        assert gc.isenabled()
+        mondrian(plan, lambda *_: during.append(gc.isenabled()))
+        assert gc.isenabled() and during and not any(during)
+        gc.disable()
+        try:
+            mondrian(plan)
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
