@@ -96,9 +96,11 @@ class LocalBackend(Backend):
 
 
 @contextlib.contextmanager
-def local_plan(plan: Plan) -> Iterator[Plan]:
+def local_plan(plan: Plan, *, lazy_coded: bool = False) -> Iterator[Plan]:
     """The plan on an in-memory DuckDB holding a copy of the coded table (see the module
-    docstring); ``plan.be.moved`` of the yielded plan counts the rows copied so far."""
+    docstring); ``plan.be.moved`` of the yielded plan counts the rows copied so far.
+    ``lazy_coded``: the coded table too is copied only if a statement reads it (Mondrian works on
+    the frequency table, :mod:`sqlanon.lattice.mondrian_local`)."""
     _require_arrow()
     from sqlalchemy import create_engine, text
     from sqlalchemy.pool import StaticPool
@@ -116,16 +118,26 @@ def local_plan(plan: Plan) -> Iterator[Plan]:
         code_type = "int32" if plan.n_rows < INT_CODES_BELOW else "int64"
         coded_cols = [(a, code_type) for a in plan.code_alias.values()]
         coded_cols += [(a, "int64") for a in [*plan.base.sid_aliases, ident("cnt")]]
-        local.moved = copy_table(plan.be, local, plan.coded, coded_cols)
+        if lazy_coded:
+            local.pending[plan.coded.name] = lambda: copy_table(plan.be, local, plan.coded, coded_cols)
+        else:
+            local.moved = copy_table(plan.be, local, plan.coded, coded_cols)
         freq = plan.base.freq
-        types = {c.name: c.type for c in local.known[src]}
-        value_cols = [(a, types[n]) for a, n in zip(plan.base.q_aliases, plan.base.qi_names, strict=True)]
-        value_cols += [(a, types[n]) for a, n in zip(plan.base.s_aliases, plan.base.s_names, strict=True)]
-        freq_cols = value_cols + [(a, "int64") for a in [*plan.base.sid_aliases, ident("cnt")]]
+        freq_cols = freq_columns(plan, local)
         local.pending[freq.name] = lambda: copy_table(plan.be, local, freq, freq_cols)
         yield dataclasses.replace(plan, be=local)
     finally:
         local.close()
+
+
+def freq_columns(plan: Plan, local: LocalBackend) -> list[tuple[Sql, str]]:
+    """The base frequency table's columns as :func:`copy_table` takes them: each quasi-identifier
+    and sensitive value in the source's type, the sensitive ids and the count as int64."""
+    types = {c.name: c.type for c in local.known[plan.policy.source]}
+    base = plan.base
+    cols = [(a, types[n]) for a, n in zip(base.q_aliases, base.qi_names, strict=True)]
+    cols += [(a, types[n]) for a, n in zip(base.s_aliases, base.s_names, strict=True)]
+    return cols + [(a, "int64") for a in [*base.sid_aliases, ident("cnt")]]
 
 
 def copy_table(be: Backend, local: Backend, rel: Relation, cols: list[tuple[Sql, str]]) -> int:
