@@ -34,7 +34,11 @@ QIS = ["age", "marital-status", *HIER]
 CASES = {
     "k5": {"k": 5},
     "k3_l_t": {"k": 3, "l": {"occupation": 2}, "t": {"occupation": {"measure": "emd-equal", "t": 0.6}}},
+    #: Spark's only case: each in-database statement costs Spark ~1-3 s on a loaded machine, and a
+    #: larger k means fewer rounds (k = 5 took 304 s at load 13).
+    "k40": {"k": 40},
 }
+SPARK_CASE = "k40"
 
 
 @pytest.fixture(scope="module", params=ENGINES_SPARK)
@@ -97,13 +101,13 @@ class _Spy:
 def test_local_and_database_mondrian_agree(
     adb: Any, case: str, capfd: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if adb.kind == "spark" and case != "k5":
+    if (adb.kind == "spark") != (case == SPARK_CASE):
         pytest.skip("one small Spark case: each in-database round costs Spark seconds")
     inside, tree_db = _anonymise(adb, case, "database", f"m_db_{case}", "table", monkeypatch)
     here, tree_local = _anonymise(adb, case, "local", f"m_lo_{case}", "table", monkeypatch)
     assert (inside["search_location"], inside["rows_transferred"]) == ("database", 0)
     assert here["search_location"] == "local"
-    assert len(tree_db) > 10 and tree_local == tree_db  # the same cut tree, cut for cut
+    assert len(tree_db) >= 5 and tree_local == tree_db  # the same cut tree, cut for cut
     assert (here["partitions"], here["rounds"]) == (inside["partitions"], inside["rounds"])
     for name, v in inside["metrics"].items():  # summed in either place
         assert here["metrics"][name] == (v if v is None else pytest.approx(v, rel=1e-9)), name
