@@ -350,14 +350,15 @@ def worker_main(spec_path: str) -> None:
     # (e) Mondrian (issue 11): the partitioning alone (prepare + rounds), k = 5 on the nine QIs.
     if spec.get("mondrian", True):
         from sqlanon.lattice import prepare
-        from sqlanon.lattice.mondrian import mondrian
+        from sqlanon.lattice.mondrian_local import run_mondrian
 
         pol_m = parse_policy(search_policy(0.0), base_dir=ADULT_DIR)
 
         def do_mondrian() -> dict[str, Any]:
+            # Where search.where says (auto: the rounds on a local copy on PostgreSQL and Spark).
             with session(url) as be:
-                m = mondrian(prepare(be, pol_m))
-            return {"partitions": m.partitions, "rounds": m.rounds, "ncp": m.metrics["ncp"]}
+                m, where = run_mondrian(prepare(be, pol_m))
+            return {"partitions": m.partitions, "rounds": m.rounds, "ncp": m.metrics["ncp"], **where}
 
         res["mondrian"] = repeat(prof, "mondrian", do_mondrian, reps, budget, warm)
         save_partial()

@@ -43,6 +43,7 @@ from sqlanon.lattice import (
     prepare,
 )
 from sqlanon.lattice.mondrian import mondrian_release
+from sqlanon.lattice.mondrian_local import run_mondrian
 from sqlanon.measure.release import release_check
 from sqlanon.metrics import score, value
 from sqlanon.metrics.evaluate import mondrian_metrics
@@ -404,11 +405,13 @@ def _anonymise_mondrian(
     # A published table finds each record's partition through a map of the working table (any
     # number of partitions); a view and the printed SQL carry the cut tree (TREE_LIMIT).
     materialised = kind == "table" and not dry_run
-    src, ctx = mondrian_release(plan, policy, table=materialised)
+    found, where = run_mondrian(plan, table=materialised)  # its rounds where search.where says
+    src, ctx = mondrian_release(plan, policy, found, table=materialised)
     res = src[0]
     top = tuple(0 for _ in plan.heights)
     out.update(
         {
+            **where,
             "algorithm": "mondrian",
             "node": {},
             "minimal_nodes": [],
@@ -477,7 +480,7 @@ def compile_release(
     plan = prepare(be, pert.policy)
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
     if levels_text is None and policy.search.algorithm == "mondrian":
-        (_res, names), part = mondrian_release(plan, policy)
+        (_res, names), part = mondrian_release(plan, policy, run_mondrian(plan)[0])
         top = tuple(0 for _ in plan.heights)
         return release_sql(
             policy, plan.hierarchies, top, dialect, target, kind, names, pert.ctx, part, definer=True

@@ -1,4 +1,5 @@
-"""Where the lattice search walks: the policy key ``search.where`` and the CLI's ``--search-in``.
+"""Where the lattice search walks (and Mondrian's rounds run, :mod:`sqlanon.lattice.mondrian_local`):
+the policy key ``search.where`` and the CLI's ``--search-in``.
 
 A module of its own, below :mod:`sqlanon.policy` in the layers (it imports nothing of sqlanon but
 the errors), so that the policy can validate the key while the walk itself lives in
@@ -47,8 +48,9 @@ def parse_where(search: dict[str, Any]) -> str:
 
 
 SEARCH_IN_HELP = (
-    "Where the lattice search runs: 'database' (every statement in the warehouse; no aggregate leaves "
-    "it) or 'local' (the coded frequency table is copied into an in-memory DuckDB and walked there). "
+    "Where the lattice search (or Mondrian's rounds) runs: 'database' (every statement in the warehouse; "
+    "no aggregate leaves it) or 'local' (the coded frequency table is copied into an in-memory DuckDB "
+    "and walked there). "
     "Default: policy search.where (auto: local on PostgreSQL and Spark up to 5e6 coded rows)."
 )
 

@@ -45,9 +45,9 @@ from sqlanon.lattice.localdb import (
 )
 from sqlanon.lattice.plan import INT_CODES_BELOW, Plan
 from sqlanon.search_where import LOCAL_ENGINES, LOCAL_MAX_ROWS
-from sqlanon.sql.compile import ident
+from sqlanon.sql.compile import Sql, ident
 
-__all__ = ["LocalBackend", "copy_table", "local_plan", "location"]
+__all__ = ["LocalBackend", "copy_table", "freq_columns", "local_plan", "location"]
 
 
 def location(plan: Plan, where: str | None = None) -> str:
@@ -68,10 +68,12 @@ def location(plan: Plan, where: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def local_plan(plan: Plan) -> Iterator[Plan]:
+def local_plan(plan: Plan, *, lazy_coded: bool = False) -> Iterator[Plan]:
     """The plan on an in-memory DuckDB holding a copy of the coded table (see the module
     docstring); ``plan.be.moved`` of the yielded plan counts the rows copied so far. Where
-    :func:`~sqlanon.lattice.localdb.stage_coded` already coded the frequency table locally, that DuckDB."""
+    :func:`~sqlanon.lattice.localdb.stage_coded` already coded the frequency table locally, that DuckDB.
+    ``lazy_coded``: the coded table too is copied only if a statement reads it (Mondrian works on
+    the frequency table, :mod:`sqlanon.lattice.mondrian_local`)."""
     require_arrow()
     staged = take_staged(plan.coded)
     if staged is not None:
@@ -86,9 +88,18 @@ def local_plan(plan: Plan) -> Iterator[Plan]:
         code_type = "int32" if plan.n_rows < INT_CODES_BELOW else "int64"
         coded_cols = [(a, code_type) for a in plan.code_alias.values()]
         coded_cols += [(a, "int64") for a in [*plan.base.sid_aliases, ident("cnt")]]
-        local.moved = copy_table(plan.be, local, plan.coded, coded_cols)
+        if lazy_coded:
+            local.pending[plan.coded.name] = lambda: copy_table(plan.be, local, plan.coded, coded_cols)
+        else:
+            local.moved = copy_table(plan.be, local, plan.coded, coded_cols)
         f_cols = freq_cols(local, src, plan.base)
         local.pending[plan.base.freq.name] = lambda: copy_table(plan.be, local, plan.base.freq, f_cols)
         yield dataclasses.replace(plan, be=local)
     finally:
         local.close()
+
+
+def freq_columns(plan: Plan, local: LocalBackend) -> list[tuple[Sql, str]]:
+    """The base frequency table's columns as :func:`copy_table` takes them (Mondrian's local
+    rounds, :mod:`sqlanon.lattice.mondrian_local`)."""
+    return freq_cols(local, plan.policy.source, plan.base)

@@ -10,7 +10,8 @@ from typing import Any
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Evaluator, Levels, Plan, Progress, node_map, parse_levels, prepare
-from sqlanon.lattice.mondrian import MondrianResult, mondrian, mondrian_release
+from sqlanon.lattice.mondrian import MondrianResult, mondrian_release
+from sqlanon.lattice.mondrian_local import run_mondrian
 from sqlanon.measure.assessment import assess
 from sqlanon.measure.release import release_check, without_classes
 from sqlanon.metrics.info import METRIC_INFO, ZERO, _spec, monotone
@@ -113,7 +114,8 @@ def evaluate_mondrian(be: Backend, policy: Policy) -> dict[str, Any]:
     pert = materialise(be, policy)
     source, search_pol = policy.source, pert.policy
     plan = prepare(be, search_pol)
-    (res, names), part = mondrian_release(plan, policy, table=True)
+    found, where = run_mondrian(plan, table=True)  # its rounds where search.where says
+    (res, names), part = mondrian_release(plan, policy, found, table=True)
     top = tuple(0 for _ in plan.heights)
     ctx = release_context(policy, plan.hierarchies, top, names, pert.ctx, part)
     rel = be.create_temp("mrelease", "publish/_release", **ctx)
@@ -125,6 +127,7 @@ def evaluate_mondrian(be: Backend, policy: Policy) -> dict[str, Any]:
         "source": str(source),
         "dialect": be.dialect,
         "algorithm": "mondrian",
+        **where,
         "node": None,
         "partitions": res.partitions,
         "smallest_partition": res.metrics["smallest_partition"],
@@ -148,7 +151,7 @@ def _mondrian_entry(plan: Plan, k: int, info: dict[str, Any], metric: str) -> di
     """A profile row for Mondrian: its partitions and every metric defined for a local recoding
     (:func:`mondrian_metrics`; the others are null)."""
     try:
-        res = mondrian(plan)
+        res = run_mondrian(plan)[0]
     except SqlanonError as e:
         return {"k": k, "node": None, "error": str(e)}
     vals: dict[str, Any] = {name: None for name in info}

@@ -361,6 +361,10 @@ def print_anonymise(
         console.print(
             f"[bold]mondrian[/bold]: {r['partitions']} partitions in {r['rounds']} rounds (smallest "
             f"{m['smallest_partition']} records); NCP {_fmt(m['ncp'])}, discernibility {m['discernibility']}"
+            + {
+                "local": f"; rounds run locally ({r.get('rows_transferred')} rows copied)",
+                "database": "; rounds run in the database",
+            }.get(r.get("search_location"), "")
         )
         _explain(
             console,

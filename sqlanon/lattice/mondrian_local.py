@@ -1,0 +1,158 @@
+"""Mondrian's rounds on the local copy of the frequency table (issue 33; ``search.where``, as the
+lattice search's local walk, :mod:`sqlanon.lattice.local`).
+
+Mondrian (:mod:`sqlanon.lattice.mondrian`) works on the base frequency table in rounds of a few
+statements each: about 7 s a round of Spark's fixed cost per statement (1e5 rows: 291 s, 234x a
+scan) and 132x a scan on PostgreSQL. Here the warehouse builds the frequency table as for any
+search (one scan of the source), the table crosses over the driver's bulk path into the local
+walk's in-memory DuckDB, every round runs there, and what comes back is the cut tree (a Python
+plan) with the release's metrics. Publishing (the CASE tree, or the partition map) and
+re-verification run in the warehouse, from the warehouse's tables.
+
+A published table (``table``) finds each record's partition through a map of the final working
+table (:func:`~sqlanon.lattice.mondrian.mondrian_release`), which must then be in the warehouse.
+The warehouse numbers the frequency table's rows once (``templates/mondrian/values.sql.j2``, the
+table Mondrian itself numbers); the copy carries that number as ``wrid``, and the pairs (number,
+final partition), integers only, are sent back (PostgreSQL ``COPY ... FROM STDIN``, a Spark
+DataFrame of Arrow batches, a DuckDB Arrow scan) as a temporary table that stands for the working
+table: the map is then built in the warehouse exactly as after an in-database run.
+
+Which rows cross: the frequency table, and the coded table only if a statement of the rounds reads
+it (the whole table's check before the first round does): personal data, held as the lattice
+walk holds it (memory only, never printed, gone when the rounds end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from typing import Any
+
+from sqlanon.engines import Backend
+from sqlanon.errors import SqlanonError
+from sqlanon.lattice.local import LocalBackend, copy_table, freq_columns, local_plan, location
+from sqlanon.lattice.mondrian import MondrianResult, mondrian
+from sqlanon.lattice.plan import Plan, Progress
+from sqlanon.relation import Relation
+from sqlanon.sql.compile import ident
+
+#: The warehouse's row number of a frequency-table row in the local copy (beside Mondrian's own
+#: ``rid``, which numbers the rows of the copy).
+WRID = "sqlanon_wrid"
+
+
+def where_mondrian(plan: Plan, table: bool = False) -> str:
+    """Where Mondrian's rounds run: :func:`~sqlanon.lattice.local.location` (the policy's
+    ``search.where``, which ``--search-in`` sets), except that a read-only connection
+    (``Backend.inline``) cannot take the partition map a published table needs back: ``auto``
+    stays in the database there and ``local`` is refused."""
+    where = location(plan)
+    if where == "local" and table and plan.be.inline:
+        if plan.policy.search.where == "auto":
+            return "database"
+        raise SqlanonError(
+            "search.where: local: Mondrian's partition map needs a temporary table in the warehouse, "
+            "which this read-only connection cannot create; set search.where: database"
+        )
+    return where
+
+
+def run_mondrian(
+    plan: Plan, progress: Progress | None = None, *, table: bool = False
+) -> tuple[MondrianResult, dict[str, Any]]:
+    """:func:`~sqlanon.lattice.mondrian.mondrian` where ``search.where`` says, and the output's
+    ``search_location`` and ``rows_transferred``. The result serves
+    :func:`~sqlanon.lattice.mondrian.mondrian_release` on ``plan`` (the warehouse): its cut tree
+    and metrics are the same wherever the rounds ran; with ``table`` its working table and values
+    are the warehouse's (see the module docstring), else they name tables of the closed local copy
+    and must not be read."""
+    if where_mondrian(plan, table) == "database":
+        return mondrian(plan, progress), {"search_location": "database", "rows_transferred": 0}
+    be = plan.be
+    numbered = be.create_temp("mvalues", "mondrian/values", base=plan.base.freq) if table else None
+    with local_plan(plan, lazy_coded=True) as lp:
+        local = lp.be
+        assert isinstance(local, LocalBackend)
+        if numbered is not None:
+            freq = plan.base.freq
+            cols = freq_columns(plan, local)
+            local.pending[freq.name] = lambda: _copy_numbered(be, local, numbered, freq, cols)
+        res = mondrian(lp, progress)
+        if numbered is not None:
+            assert res.values is not None
+            pairs = _pairs(local, res)
+            res = dataclasses.replace(res, work=upload_pairs(be, pairs), values=numbered)
+        moved = local.moved
+    return res, {"search_location": "local", "rows_transferred": moved}
+
+
+def _copy_numbered(
+    be: Backend, local: LocalBackend, numbered: Relation, freq: Relation, cols: list[tuple[Any, str]]
+) -> int:
+    """Copy the warehouse's numbered frequency table, and stand a view for the frequency table
+    over it whose first column is the warehouse's number (:data:`WRID`); the rows copied."""
+    rid = ident("rid")
+    moved = copy_table(be, local, numbered, [(rid, "int64"), *cols])
+    listed = ", ".join(str(a) for a, _ in cols)
+    local._conn.connection.driver_connection.execute(
+        f"CREATE VIEW {freq.table().sql('duckdb')} AS SELECT {rid} AS {ident(WRID)}, {listed} "
+        f"FROM {numbered.table().sql('duckdb')}"
+    )
+    return moved
+
+
+def _pairs(local: LocalBackend, res: MondrianResult) -> Any:
+    """(the warehouse's row number, the final partition) of every row of the working table, as an
+    Arrow table (integers only)."""
+    assert res.values is not None
+    work, vals = res.work.table().sql("duckdb"), res.values.table().sql("duckdb")
+    sql = (
+        f"SELECT CAST(v.{ident(WRID)} AS BIGINT) AS rid, CAST(w.pid AS BIGINT) AS pid "
+        f"FROM {work} AS w JOIN {vals} AS v ON v.rid = w.rid"
+    )
+    return local._conn.connection.driver_connection.sql(sql).to_arrow_table()
+
+
+def upload_pairs(be: Backend, pairs: Any) -> Relation:
+    """The pairs (``rid``, ``pid``: BIGINT) as a temporary table of the warehouse, dropped with the
+    session's others. The rows are integers (row and partition numbers), never a value."""
+    rel = be.temp_relation("mwork")
+    name = rel.table().sql(be.dialect)
+    try:
+        if be.dialect == "spark":
+            spark = be._spark  # type: ignore[attr-defined]
+            be.log.append(f"-- temporary view {rel.name} (Mondrian's partitions, {pairs.num_rows} rows)")
+            spark.createDataFrame(pairs).createTempView(rel.name)
+        elif be.dialect == "postgres":
+            import pyarrow.csv as pacsv
+
+            create = f"CREATE TEMPORARY TABLE {name} (rid BIGINT, pid BIGINT)"
+            copy = f"COPY {name} FROM STDIN (FORMAT csv)"
+            be.log.extend([create, copy])
+            be._conn.exec_driver_sql(create)
+            buf = io.BytesIO()
+            pacsv.write_csv(pairs, buf, write_options=pacsv.WriteOptions(include_header=False))
+            raw = be._conn.connection.driver_connection
+            with raw.cursor() as cur, cur.copy(copy) as cp:
+                cp.write(buf.getvalue())
+        elif be.dialect == "duckdb":
+            raw = be._conn.connection.driver_connection
+            view = "sqlanon_mondrian_pairs"
+            raw.register(view, pairs)
+            try:
+                sql = f"CREATE TEMPORARY TABLE {name} AS SELECT rid, pid FROM {view}"
+                be.log.append(sql)
+                raw.execute(sql)
+            finally:
+                raw.unregister(view)
+        else:
+            raise SqlanonError(f"search.where: local: cannot return Mondrian's partitions to {be.dialect}")
+    except SqlanonError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a driver error becomes one line
+        raise SqlanonError(
+            f"search.where: local: returning Mondrian's partitions to {be.dialect} failed "
+            f"({type(e).__name__}); set search.where: database"
+        ) from None
+    be._temps.append(rel.name)
+    return rel
