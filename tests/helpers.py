@@ -6,8 +6,9 @@ import gc
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 import yaml
@@ -18,6 +19,19 @@ from tests.conftest import IN_CI
 
 if TYPE_CHECKING:
     from tests.conftest import TestDB
+
+
+T = TypeVar("T")
+_ONCE: dict[str, Any] = {}
+
+
+def once(key: str, compute: Callable[[], T]) -> T:
+    """``compute()`` the first time ``key`` is asked for in this test process, the same value after:
+    ARX's side of a comparison (a JVM run of seconds) serves the module's DuckDB and PostgreSQL
+    tests and tests/test_spark.py alike. A skip raised by ``compute`` is not remembered."""
+    if key not in _ONCE:
+        _ONCE[key] = compute()
+    return _ONCE[key]
 
 
 def write_policy(tmp_path: Path, policy: dict[str, Any], name: str = "policy.yaml") -> Path:

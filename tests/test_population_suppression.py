@@ -6,8 +6,9 @@ delta-presence beyond repair, unless a minimal class size is asked: ARX checks i
 
 ARX itself (a Java driver compiled here where javac and ../shared/peers/arx are present) gives, on
 every node of a small lattice, at suppression limits 2 %, 5 % and 10 %, its verdict and the records it
-suppresses; sqlanon must give the same on DuckDB and PostgreSQL, both by ``assess`` of the source at
-the node and by the node's release as the search and publish build and re-verify it.
+suppresses; sqlanon must give the same on DuckDB and PostgreSQL (and Spark, on a subset:
+tests/test_spark.py), both by ``assess`` of the source at the node and by the node's release as the
+search and publish build and re-verify it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from sqlanon.metrics.optimum import check_node_release, node_exprs, one_pass, wa
 from sqlanon.policy import parse_policy
 from sqlanon.transform.release import release_context
 from tests.conftest import ROOT, TestDB
-from tests.helpers import cli_json, write_policy
+from tests.helpers import cli_json, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
@@ -152,8 +153,27 @@ public class SuppressionDriver {
 """
 
 
+def arx_runner(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The driver, compiled once per process (DuckDB, PostgreSQL, Spark)."""
+    return once("suppression_run", lambda: _arx_run(tmp_path_factory))
+
+
+def arx_population(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, float, tuple[int, int]], tuple[bool, int]]:
+    """ARX's (verdict, suppressed records) per (spec, limit, node) on SAMPLE, once per process."""
+    return once(
+        "suppression",
+        lambda: arx_runner(tmp_path_factory)(SAMPLE, POPULATION, LIMITS, [spec for spec, _ in MODELS]),
+    )
+
+
 @pytest.fixture(scope="module")
 def arx_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return arx_runner(tmp_path_factory)
+
+
+def _arx_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A function running the driver on (sample, population, limits, specs): ARX's (verdict,
     suppressed records) per (spec, limit, node)."""
     javac = shutil.which("javac")
@@ -195,9 +215,10 @@ def arx_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="module")
-def arx(arx_run: Any) -> dict[tuple[str, float, tuple[int, int]], tuple[bool, int]]:
-    """ARX's (verdict, suppressed records) per (spec, limit, node) on SAMPLE, for both engines."""
-    return arx_run(SAMPLE, POPULATION, LIMITS, [spec for spec, _ in MODELS])
+def arx(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, float, tuple[int, int]], tuple[bool, int]]:
+    return arx_population(tmp_path_factory)
 
 
 def _load(db: TestDB, sample: list[tuple] = SAMPLE, pop: list[tuple] = POPULATION) -> tuple[str, str]:
@@ -231,15 +252,22 @@ def test_the_limits_decide(arx: dict) -> None:
 def test_assess_decides_as_arx_on_every_node(db: TestDB, arx: dict) -> None:
     """assess of the source at each node: its verdict (``all``) is ARX's, and where the node is
     anonymous the records it suppresses (every class failing any criterion, once) are ARX's."""
+    check_assess_decides_as_arx(db, arx)
+
+
+def check_assess_decides_as_arx(
+    db: TestDB, arx: dict, models: list = MODELS, limits: tuple = LIMITS, nodes: list = NODES
+) -> None:
+    """The comparison on ``models``, ``limits`` and ``nodes`` (tests/test_spark.py: Spark, on fewer)."""
     src, pop = _load(db)
     with session(db.url) as be:
         plan = prepare(be, parse_policy(_policy(src, pop, {"k": 1}, 0.0)))
-        exprs_at = {node: node_exprs(plan, node) for node in NODES}
-        for (spec, privacy), limit in itertools.product(MODELS, LIMITS):
+        exprs_at = {node: node_exprs(plan, node) for node in nodes}
+        for (spec, privacy), limit in itertools.product(models, limits):
             pol = parse_policy(_policy(src, pop, privacy, limit))
             if spec.startswith("ke"):
                 prepare(be, pol)  # the estimated k-map's k' from the source's size
-            for node in NODES:
+            for node in nodes:
                 exprs = exprs_at[node]
                 a = assess(be, pol, qi_exprs=exprs, population_exprs=exprs)
                 ok, suppressed = arx[(spec, limit, node)]
@@ -253,13 +281,18 @@ def test_release_decides_as_arx_on_every_node(db: TestDB, arx: dict) -> None:
     (``check_node_release``): anonymous exactly where ARX finds it so, with ARX's suppressed
     records missing from it. Before, a class failing k-map or a game stayed in the release and
     the node was passed over. At 5 % (assess is compared at every limit)."""
+    check_release_decides_as_arx(db, arx)
+
+
+def check_release_decides_as_arx(db: TestDB, arx: dict, models: list = MODELS, nodes: list = NODES) -> None:
+    """The comparison on ``models`` and ``nodes`` (tests/test_spark.py: Spark, on fewer)."""
     src, pop, limit = *_load(db), 0.05
     with session(db.url) as be:
         src_cols = ["a", "b"]
-        for spec, privacy in MODELS:
+        for spec, privacy in models:
             pol = parse_policy(_policy(src, pop, privacy, limit))
             plan = prepare(be, pol)
-            for node in NODES:
+            for node in nodes:
                 ctx = release_context(plan.policy, plan.hierarchies, node, src_cols)
                 rel = None if one_pass(ctx) else be.create_temp("release", "publish/_release", **ctx)
                 try:
@@ -276,10 +309,15 @@ def test_search_chooses_the_best_node_arx_accepts(db: TestDB, arx: dict) -> None
     """The search's node is anonymous for ARX at the limit, and every node the metric prefers
     (below it) is not: the search no longer passes over a node ARX makes anonymous by
     suppressing a class that fails k-map or a game."""
+    check_search_chooses_the_best_node_arx_accepts(db, arx)
+
+
+def check_search_chooses_the_best_node_arx_accepts(db: TestDB, arx: dict, models: list = MODELS) -> None:
+    """The comparison on ``models`` (tests/test_spark.py: Spark, on fewer)."""
     src, pop = _load(db)
     limit = 0.10
     with session(db.url) as be:
-        for spec, privacy in MODELS:
+        for spec, privacy in models:
             pol = parse_policy(_policy(src, pop, privacy, limit))
             plan = prepare(be, pol)
             _, node, _, _ = walk(plan, "flash", "precision")
@@ -293,6 +331,11 @@ def test_an_unmatched_population_class_with_a_class_size(db: TestDB, arx_run: An
     but ARX asks a minimal class size first (k here), which passes such a class over: with k the
     node holds (the class 'a4' has no source record), without k it fails, at 0 and 10 %. Before,
     sqlanon failed it with k too."""
+    check_unmatched_population_class(db, arx_run)
+
+
+def check_unmatched_population_class(db: TestDB, arx_run: Any, nodes: list = NODES) -> None:
+    """The comparison on ``nodes`` (tests/test_spark.py: Spark, on fewer)."""
     sample = [("a1", 10)] * 4 + [("a2", 11)] * 4 + [("a3", 20)] * 4
     pop = sample + [("a1", 10)] * 4 + [("a2", 11)] * 4 + [("a3", 20)] * 4 + [("a4", 21)] * 3
     specs = {"dp:0.3:0.7": {}, "dp:0.3:0.7+k:2": {"k": 2}}
@@ -305,7 +348,7 @@ def test_an_unmatched_population_class_with_a_class_size(db: TestDB, arx_run: An
             privacy = {"delta_presence": {"min": 0.3, "max": 0.7}, **extra}
             pol = parse_policy(_policy(src, pname, privacy, limit))
             plan = prepare(be, pol)
-            for node in NODES:
+            for node in nodes:
                 exprs = node_exprs(plan, node)
                 a = assess(be, pol, qi_exprs=exprs, population_exprs=exprs)
                 assert a["satisfied"]["all"] is got[(spec, limit, node)][0], (spec, limit, node)

@@ -7,7 +7,8 @@
 * ARX 3.9.2 itself (a Java driver compiled here where javac and ../shared/peers/arx are present):
   its verdict on every node for ``DPresence`` and ``KMap`` with the population as ARX's dataset and
   the source as its research subset, and the k' its ``KMap`` estimator derives for a grid of
-  (k, significance, n / N, estimator);
+  (k, significance, n / N, estimator); on DuckDB and PostgreSQL, and on Spark for a subset
+  (tests/test_spark.py);
 * the search: the node it chooses meets the reference (the requirement changes the choice).
 """
 
@@ -32,7 +33,7 @@ from sqlanon.metrics.optimum import node_exprs, walk
 from sqlanon.policy import parse_policy
 from sqlanon.presence import derive_k
 from tests.conftest import ENGINES, ROOT, TestDB
-from tests.helpers import cli, write_policy
+from tests.helpers import cli, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
@@ -306,14 +307,28 @@ def _java(tmp_path: Path, *args: str) -> str:
     ).stdout
 
 
+def _arx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The driver's folder (compiled there once per process)."""
+    return once("presence_dir", lambda: tmp_path_factory.mktemp("arx_presence"))
+
+
 @pytest.fixture(scope="module")
 def arx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("arx_presence")
+    return _arx_dir(tmp_path_factory)
+
+
+def arx_presence(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """ARX's verdict per (model, node) on each of TABLES, computed once per process (DuckDB,
+    PostgreSQL, Spark)."""
+    return once("presence", lambda: _arx_verdicts(_arx_dir(tmp_path_factory)))
 
 
 @pytest.fixture(scope="module")
-def arx_verdicts(arx_dir: Path) -> list[dict]:
-    """ARX's verdict per (model, node) on each of TABLES, computed once for both engines."""
+def arx_verdicts(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    return arx_presence(tmp_path_factory)
+
+
+def _arx_verdicts(arx_dir: Path) -> list[dict]:
     ha, hb = arx_dir / "a.csv", arx_dir / "b.csv"
     ha.write_text("".join(f"{v};{g};*\n" for v, g in A_LEVEL1.items()), encoding="utf-8")
     hb.write_text("".join(f"{v};{g};*\n" for v, g in B_LEVEL1.items()), encoding="utf-8")
@@ -332,12 +347,24 @@ def arx_verdicts(arx_dir: Path) -> list[dict]:
 
 
 def test_arx_agrees_on_every_node(db: TestDB, arx_verdicts: list[dict]) -> None:
+    check_arx_agrees(db, arx_verdicts)
+
+
+def check_arx_agrees(
+    db: TestDB,
+    arx_verdicts: list[dict],
+    tables: tuple[int, ...] = (0, 1, 2),
+    pairs: tuple[int, ...] = (0, 1, 2),
+    nodes: list = NODES,
+) -> None:
     """Each delta-presence spec of ARX_MODELS with the k-map spec after it in one policy (assess
-    gives each its own verdict), every node measured as ``evaluate`` measures it."""
-    pairs = list(zip(ARX_MODELS[::2], ARX_MODELS[1::2], strict=True))
-    for t, ((sample, pop), arx) in enumerate(zip(TABLES, arx_verdicts, strict=True)):
+    gives each its own verdict), each of ``nodes`` measured as ``evaluate`` measures it, on
+    ``tables`` with the ``pairs`` of specs (tests/test_spark.py: Spark, on fewer)."""
+    all_pairs = list(zip(ARX_MODELS[::2], ARX_MODELS[1::2], strict=True))
+    for t in tables:
+        (sample, pop), arx = TABLES[t], arx_verdicts[t]
         src, pname = _load(db, sample, pop)
-        for dp_spec, km_spec in pairs:
+        for dp_spec, km_spec in (all_pairs[i] for i in pairs):
             d = (float(dp_spec.split(":")[1]), float(dp_spec.split(":")[2]))
             k = int(km_spec.split(":")[1])
             privacy = {"delta_presence": {"min": d[0], "max": d[1]}, "k_map": k}
@@ -345,15 +372,15 @@ def test_arx_agrees_on_every_node(db: TestDB, arx_verdicts: list[dict]) -> None:
             labels = {dp_spec: pol.privacy.presence.delta.label, km_spec: pol.privacy.presence.kmap.label}
             with session(db.url) as be:
                 plan = prepare(be, pol)
-                sat = {n: assess(be, pol, qi_exprs=node_exprs(plan, n))["satisfied"] for n in NODES}
+                sat = {n: assess(be, pol, qi_exprs=node_exprs(plan, n))["satisfied"] for n in nodes}
             ref = {
-                dp_spec: {n for n in NODES if ref_ok(sample, pop, n, d=d)},
-                km_spec: {n for n in NODES if ref_ok(sample, pop, n, k=k)},
+                dp_spec: {n for n in nodes if ref_ok(sample, pop, n, d=d)},
+                km_spec: {n for n in nodes if ref_ok(sample, pop, n, k=k)},
             }
             for spec, label in labels.items():
-                ours = {n for n in NODES if sat[n][label]}
+                ours = {n for n in nodes if sat[n][label]}
                 assert ours == ref[spec], (t, spec)
-                assert {n for n in NODES if arx[(spec, n)]} == ours, (t, spec)
+                assert {n for n in nodes if arx[(spec, n)]} == ours, (t, spec)
 
 
 def test_arx_derives_the_same_k(arx_dir: Path) -> None:

@@ -33,7 +33,7 @@ from sqlanon.metrics.optimum import node_exprs
 from sqlanon.policy import parse_policy
 from sqlanon.profitability import Profitability
 from tests.conftest import ENGINES, ROOT, TestDB
-from tests.helpers import cli, cli_json, write_policy
+from tests.helpers import cli, cli_json, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
@@ -369,9 +369,24 @@ ARX_ATTACK = [
 ]
 
 
+def arx_profit(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, tuple[int, int]], tuple[int, bool]]:
+    """ARX's suppressed sample records and verdict per (game, node), computed once per process
+    (DuckDB, PostgreSQL, Spark)."""
+    return once("profitability", lambda: _arx_suppressed(tmp_path_factory))
+
+
 @pytest.fixture(scope="module")
-def arx_suppressed(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, tuple[int, int]], int]:
-    """ARX's suppressed sample records per (game, node), computed once for both engines."""
+def arx_suppressed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, tuple[int, int]], tuple[int, bool]]:
+    return arx_profit(tmp_path_factory)
+
+
+def _arx_suppressed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, tuple[int, int]], tuple[int, bool]]:
     javac = shutil.which("javac")
     jars = list(ARX_DIR.glob("*.jar"))
     if not javac or not shutil.which("java") or not any(j.name.startswith("arx-") for j in jars):
@@ -439,16 +454,23 @@ def test_reference_matches_arx(arx_suppressed: dict) -> None:
 def test_sqlanon_matches_arx(db: TestDB, arx_suppressed: dict) -> None:
     """sqlanon's records in tempting classes (prosecutor) and its verdict per node equal ARX's,
     on DuckDB and PostgreSQL."""
+    check_sqlanon_matches_arx(db, arx_suppressed)
+
+
+def check_sqlanon_matches_arx(
+    db: TestDB, arx_suppressed: dict, games: list[str] = ARX_GAMES, nodes: list = NODES
+) -> None:
+    """The comparison on ``games`` and ``nodes`` (tests/test_spark.py: Spark, on fewer)."""
     name = _load(db, SAMPLE)
     pop = _load(db, POPULATION)
-    for spec in ARX_GAMES:
+    for spec in games:
         model, g, c = spec.split(":")
         prof = {"model": model, "adversary_gain": float(g), "adversary_cost": float(c)}
         pol = parse_policy(_policy(name, prof, population=pop))
         label = pol.privacy.profitability.label
         with session(db.url) as be:
             plan = prepare(be, pol)
-            for node in NODES:
+            for node in nodes:
                 exprs = node_exprs(plan, node)
                 a = assess(be, pol, qi_exprs=exprs, population_exprs=exprs)
                 suppressed, ok = arx_suppressed[(spec, node)]
@@ -486,15 +508,26 @@ def test_attack_sqlanon_matches_arx(db: TestDB, arx_suppressed: dict) -> None:
     """With attack (ARX's ProfitabilityProsecutor / ProfitabilityJournalist), on every node of
     every game: sqlanon's verdict is ARX's (a solution without suppression), and its records in
     classes that do not pay the publisher are the records ARX suppresses, on DuckDB and PostgreSQL."""
+    check_attack_matches_arx(db, arx_suppressed)
+
+
+def check_attack_matches_arx(
+    db: TestDB,
+    arx_suppressed: dict,
+    games: tuple[int, ...] = tuple(range(len(ARX_ATTACK))),
+    nodes: list = NODES,
+) -> None:
+    """The comparison on ARX_ATTACK's ``games`` and ``nodes`` (tests/test_spark.py: Spark, on fewer)."""
     name = _load(db, SAMPLE)
     pop = _load(db, POPULATION)
-    for spec, game in zip(ARX_ATTACK, ATTACK_GAMES * 2, strict=True):
+    for i in games:
+        spec, game = ARX_ATTACK[i], (ATTACK_GAMES * 2)[i]
         model = spec.split("-")[0]
         pol = parse_policy(_policy(name, _attack(model, game), population=pop))
         label = pol.privacy.profitability.label
         with session(db.url) as be:
             plan = prepare(be, pol)
-            for node in NODES:
+            for node in nodes:
                 exprs = node_exprs(plan, node)
                 a = assess(be, pol, qi_exprs=exprs, population_exprs=exprs)
                 suppressed, ok = arx_suppressed[(spec, node)]

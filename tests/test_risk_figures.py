@@ -30,6 +30,7 @@ from sqlanon import api
 from sqlanon.errors import PolicyError, SqlanonError
 from sqlanon.policy import parse_policy
 from tests.conftest import ADULT_COLUMNS, ROOT, TestDB, read_adult
+from tests.helpers import once
 
 ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 QIS = ["sex", "race", "marital-status"]
@@ -92,11 +93,11 @@ def test_separation_reference_on_a_tiny_table() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _policy(privacy: dict[str, Any], qis: list[str] = QIS) -> dict[str, Any]:
+def _policy(privacy: dict[str, Any], qis: list[str] = QIS, source: str = "main.adult") -> dict[str, Any]:
     cols: dict[str, Any] = {c: "insensitive" for c in ADULT_COLUMNS}
     cols.update({q: "quasi" for q in qis})
     cols[SENS] = "sensitive"
-    return {"source": "main.adult", "columns": cols, "privacy": privacy}
+    return {"source": source, "columns": cols, "privacy": privacy}
 
 
 @pytest.mark.parametrize(
@@ -199,27 +200,41 @@ public class ArxRisk {
 TRIPLES = [(0.5, 0.2, 0.012), (0.5, 0.2, 0.0124), (0.5, 0.01, 0.2), (0.5, 0.01, 0.21), (0.01, 0.5, 1.0)]
 
 
-@pytest.fixture(scope="module")
-def adult_rows() -> list[dict[str, Any]]:
-    return read_adult()[:3000]
+def adult_head() -> list[dict[str, Any]]:
+    """Adult's first 3,000 rows, read once per process."""
+    return once("adult3000", lambda: read_adult()[:3000])
 
 
-@pytest.fixture(scope="module")
-def ref_classes(adult_rows: list[dict[str, Any]]) -> list[list[int]]:
+def _ref_classes(adult_rows: list[dict[str, Any]]) -> list[list[int]]:
     by: dict[tuple, Counter] = {}
     for r in adult_rows:
         by.setdefault(tuple(r[q] for q in L_QIS), Counter())[r[SENS]] += 1
     return [list(c.values()) for c in by.values()]
 
 
-@pytest.fixture(scope="module")
-def l_values(ref_classes: list[list[int]]) -> list[float]:
+def _l_values(ref_classes: list[list[int]]) -> list[float]:
     lm = ref_l_max(ref_classes)
     return [1.5, lm * (1 - 1e-6), lm * (1 + 1e-6), 6.0]
 
 
 @pytest.fixture(scope="module")
-def arx(
+def adult_rows() -> list[dict[str, Any]]:
+    return adult_head()
+
+
+def arx_risk(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """ARX's figures and verdicts, computed once per process (DuckDB, PostgreSQL, Spark)."""
+    return once(
+        "risk_figures", lambda: _arx(adult_head(), _l_values(_ref_classes(adult_head())), tmp_path_factory)
+    )
+
+
+@pytest.fixture(scope="module")
+def arx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return arx_risk(tmp_path_factory)
+
+
+def _arx(
     adult_rows: list[dict[str, Any]], l_values: list[float], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     if shutil.which("javac") is None or not (ARX_DIR / "arx-3.9.2-aacd487fb.jar").exists():
@@ -266,15 +281,22 @@ def test_g_equals_arx(arx: dict[str, Any]) -> None:
         assert math.isclose(ref_g(n), g, rel_tol=1e-10), (n, g)
 
 
-def test_grassberger_l_equals_arx(
-    adult_db: TestDB, arx: dict[str, Any], ref_classes: list[list[int]], l_values: list[float]
-) -> None:
+def test_grassberger_l_equals_arx(adult_db: TestDB, arx: dict[str, Any]) -> None:
     """The largest l and each verdict equal the reference and ARX; the classes hold 1 to 1,000+
     records, so both G's table and its series are used."""
+    check_grassberger_l_equals_arx(adult_db, arx)
+
+
+def check_grassberger_l_equals_arx(
+    adult_db: TestDB, arx: dict[str, Any], which: tuple[int, ...] = (0, 1, 2, 3), source: str = "main.adult"
+) -> None:
+    """The comparison for the l values ``which`` picks (tests/test_spark.py: Spark, on fewer) of
+    the source ``source`` (Adult's first 3,000 rows)."""
+    ref_classes = _ref_classes(adult_head())
     sizes = sorted(sum(c) for c in ref_classes)
     assert sizes[0] < 100 < sizes[-1]
-    for lv in l_values:
-        pol = _policy({"l": {SENS: {"kind": "entropy", "l": lv, "estimator": "grassberger"}}}, L_QIS)
+    for lv in (_l_values(ref_classes)[i] for i in which):
+        pol = _policy({"l": {SENS: {"kind": "entropy", "l": lv, "estimator": "grassberger"}}}, L_QIS, source)
         got = api.assess(pol, adult_db.url).to_dict()
         want = arx["l"][lv]
         assert want is ref_grassberger_ok(ref_classes, lv), lv
@@ -285,7 +307,11 @@ def test_grassberger_l_equals_arx(
 
 
 def test_sample_risks_equal_arx(adult_db: TestDB, arx: dict[str, Any]) -> None:
-    got = api.assess(_policy({}), adult_db.url).to_dict()["risk"]
+    check_sample_risks_equal_arx(api.assess(_policy({}), adult_db.url).to_dict()["risk"], arx)
+
+
+def check_sample_risks_equal_arx(got: dict[str, Any], arx: dict[str, Any]) -> None:
+    """``got``: assess's risk figures of Adult's first 3,000 rows (the QIS, no bound)."""
     want = arx["sample"]
     assert math.isclose(got["prosecutor_max"], want["highest"], rel_tol=REL)
     assert math.isclose(got["prosecutor_min"], want["lowest"], rel_tol=REL)
@@ -293,12 +319,22 @@ def test_sample_risks_equal_arx(adult_db: TestDB, arx: dict[str, Any]) -> None:
     assert math.isclose(got["share_at_lowest"], want["at_lowest"], rel_tol=REL)
 
 
-def test_records_at_risk_equal_arx(adult_db: TestDB, arx: dict[str, Any], adult_rows: list[dict]) -> None:
+def test_records_at_risk_equal_arx(adult_db: TestDB, arx: dict[str, Any]) -> None:
+    check_records_at_risk_equal_arx(adult_db, arx)
+
+
+def check_records_at_risk_equal_arx(
+    adult_db: TestDB, arx: dict[str, Any], triples: list = TRIPLES, source: str = "main.adult"
+) -> None:
+    """Each of ``triples`` (tests/test_spark.py: Spark, on fewer) decides as ARX and the reference."""
+    adult_rows = adult_head()
     sizes = Counter(tuple(r[q] for q in QIS) for r in adult_rows)
     n = len(adult_rows)
     seen = set()
-    for avg, high, share in TRIPLES:
-        pol = _policy({"risk": {"average": avg, "records_at_risk": {"risk": high, "share": share}}})
+    for avg, high, share in triples:
+        pol = _policy(
+            {"risk": {"average": avg, "records_at_risk": {"risk": high, "share": share}}}, source=source
+        )
         got = api.assess(pol, adult_db.url).to_dict()
         want = arx["triple"][":".join(map(repr, (avg, high, share)))]
         # reference: records whose risk 1/size exceeds the highest risk (ARX rounds 1/R: exact here)
@@ -310,17 +346,12 @@ def test_records_at_risk_equal_arx(adult_db: TestDB, arx: dict[str, Any], adult_
     assert seen == {True, False}
 
 
-def test_attribute_risks_equal_arx(adult_db: TestDB, arx: dict[str, Any], adult_rows: list[dict]) -> None:
+def test_attribute_risks_equal_arx(adult_db: TestDB, arx: dict[str, Any]) -> None:
     got = api.assess(_policy({}), adult_db.url).to_dict()["risk"]["attributes"]
-    assert len(got) == 2 ** len(QIS) - 1 == len(arx["sets"])
-    sample = adult_rows[:400]  # the pair-by-pair reference on a part (80,000 pairs)
-    for a in got:
-        want = arx["sets"]["|".join(sorted(a["quasi_identifiers"]))]
-        assert math.isclose(a["distinction"], want["distinction"], rel_tol=REL), a
-        assert math.isclose(a["separation"], want["separation"], rel_tol=REL), a
-        keys = [tuple(r[q] for q in a["quasi_identifiers"]) for r in adult_rows]
-        assert math.isclose(a["distinction"], len(set(keys)) / len(keys), rel_tol=REL)
+    check_attribute_risks_equal_arx(got, arx)
+    adult_rows = adult_head()
     one = next(a for a in got if a["quasi_identifiers"] == ["sex"])
+    sample = adult_rows[:400]  # the pair-by-pair reference on a part (80,000 pairs)
     adult_db.load("adult_part", ADULT_COLUMNS, [[r[c] for c in ADULT_COLUMNS] for r in sample])
     part = {**_policy({}), "source": "main.adult_part"}
     small = api.assess(part, adult_db.url).to_dict()["risk"]["attributes"]
@@ -328,6 +359,19 @@ def test_attribute_risks_equal_arx(adult_db: TestDB, arx: dict[str, Any], adult_
         keys = [tuple(r[q] for q in a["quasi_identifiers"]) for r in sample]
         assert math.isclose(a["separation"], ref_separation(keys), rel_tol=REL), a
     assert 0 < one["separation"] < 1
+
+
+def check_attribute_risks_equal_arx(got: list[dict[str, Any]], arx: dict[str, Any]) -> None:
+    """``got``: assess's attribute risks of Adult's first 3,000 rows: ARX's distinction and
+    separation, and the reference's distinction."""
+    adult_rows = adult_head()
+    assert len(got) == 2 ** len(QIS) - 1 == len(arx["sets"])
+    for a in got:
+        want = arx["sets"]["|".join(sorted(a["quasi_identifiers"]))]
+        assert math.isclose(a["distinction"], want["distinction"], rel_tol=REL), a
+        assert math.isclose(a["separation"], want["separation"], rel_tol=REL), a
+        keys = [tuple(r[q] for q in a["quasi_identifiers"]) for r in adult_rows]
+        assert math.isclose(a["distinction"], len(set(keys)) / len(keys), rel_tol=REL)
 
 
 @pytest.mark.parametrize("counts", [[101, 49], [150, 150, 3], [1, 1, 1], [7, 200], [5000, 4000, 1]])

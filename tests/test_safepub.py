@@ -33,7 +33,7 @@ from sqlanon.policy import load_policy
 from sqlanon.safepub import DPRequirement, parse_dp, safepub_k, sampling_probability
 from sqlanon.transform.safepub import materialise_sample
 from tests.conftest import ENGINES, ROOT, TEST_PERTURB_KEY, TestDB
-from tests.helpers import cli
+from tests.helpers import cli, once
 
 ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 #: (epsilon, search budget, delta): ARX's default budget 0.1 and others, epsilon from 0.05 to 2.
@@ -384,16 +384,18 @@ public class SafePubSearchDriver {
 """
 
 
-def test_chosen_node_distribution_matches_arx(tmp_path: Path) -> None:
-    """Over many samples and searches, the chosen node is distributed as in ARX's runs: ARX against
-    the reference above (which sqlanon's search matches exactly for each sample, and whose samples
-    are sqlanon's, the previous tests), both within sampling error."""
+def arx_safepub_runs(tmp_path_factory: pytest.TempPathFactory, runs: int = 300) -> list[tuple[int, int]]:
+    """ARX's chosen node in each of ``runs`` SafePub runs (its own sample and search each), computed
+    once per process (the reference here, and sqlanon on DuckDB, PostgreSQL and Spark)."""
+    return once("safepub_runs", lambda: _arx_runs(tmp_path_factory.mktemp("arx_safepub"), runs))
+
+
+def _arx_runs(tmp_path: Path, runs: int) -> list[tuple[int, int]]:
     cp = _java_classpath(tmp_path, "SafePubSearchDriver", SEARCH_DRIVER)
     csv, ha, hb = tmp_path / "t.csv", tmp_path / "a.csv", tmp_path / "b.csv"
     csv.write_text("id;a;b;s\n" + "".join(f"{i};{a};{b};{s}\n" for i, a, b, s in _rows()), encoding="utf-8")
     ha.write_text("".join(f"{v};{g};*\n" for v, g in A_LEVEL1.items()), encoding="utf-8")
     hb.write_text("".join(f"{v};{g};*\n" for v, g in B_LEVEL1.items()), encoding="utf-8")
-    runs = 300
     args = [str(runs), str(DP["epsilon"]), str(DP["delta"]), str(DP["search_epsilon"]), str(DP["steps"])]
     out = subprocess.run(
         ["java", "-cp", cp, "SafePubSearchDriver", str(csv), str(ha), str(hb), *args],
@@ -402,8 +404,17 @@ def test_chosen_node_distribution_matches_arx(tmp_path: Path) -> None:
         text=True,
         timeout=300,
     ).stdout
-    arx = [tuple(int(x) for x in line.split()) for line in out.splitlines()]
+    arx = [(int(x), int(y)) for x, y in (line.split() for line in out.splitlines())]
     assert len(arx) == runs, out[-2000:]
+    return arx
+
+
+def test_chosen_node_distribution_matches_arx(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Over many samples and searches, the chosen node is distributed as in ARX's runs: ARX against
+    the reference above (which sqlanon's search matches exactly for each sample, and whose samples
+    are sqlanon's, the previous tests), both within sampling error."""
+    arx = arx_safepub_runs(tmp_path_factory)
+    runs = len(arx)
     req = DPRequirement(**DP)
     rng = np.random.default_rng(35)  # the reference's own samples (ARX draws with SecureRandom)
     samples = 200
@@ -417,6 +428,59 @@ def test_chosen_node_distribution_matches_arx(tmp_path: Path) -> None:
         p, got = ref.get(node, 0.0), arx.count(node) / runs
         err = 4 * math.sqrt(p * (1 - p) / runs) + 4 * math.sqrt(p * (1 - p) / samples) + 0.02
         assert abs(got - p) <= err, (node, got, p, ref)
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_sqlanon_runs_are_distributed_as_arx_s(
+    table: TestDB, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    check_runs_match_arx(table, tmp_path, arx_safepub_runs(tmp_path_factory), samples=12, draws=50)
+
+
+def check_runs_match_arx(
+    db: TestDB, tmp_path: Path, arx: list[tuple[int, int]], samples: int, draws: int
+) -> None:
+    """sqlanon's SafePub on ``db`` (``main.t`` holding _rows()) against ARX's runs, directly: for
+    each of ``samples`` secret keys the database draws its own sample (the rows the key draws by
+    the definition: checked by count), then ``draws`` searches over it (the class sizes are
+    counted once: the evaluator's cache). Pooled, the searches' nodes follow the reference's exact
+    distribution for each sample; and every node's share over all keys is ARX's share within
+    sampling error (ARX's runs, the searches', and the spread between samples: the reference's
+    distributions' standard deviation over these samples). tests/test_spark.py runs it on Spark
+    with fewer samples."""
+    pol = load_policy(_dp_policy(tmp_path, "main.t_runs"))
+    req = pol.privacy.dp
+    assert req is not None
+    counts: dict[tuple, int] = {}
+    dists: list[dict[tuple, float]] = []
+    for i in range(samples):
+        key = f"{TEST_PERTURB_KEY}-run-{i:03d}"
+        sampled = [r for r in _rows() if _u(key, f"safepub|{r[0]}") < req.beta]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SQLANON_PERTURB_KEY", key)
+            with session(db.url) as be:
+                plan = prepare(be, materialise_sample(be, pol).policy)
+                assert plan.n_rows == len(sampled), (key, plan.n_rows, len(sampled))
+                ev = Evaluator(plan)
+                for j in range(draws):
+                    node = search(plan, req, N_ROWS, f"{key}|{j}".encode(), ev)[0]
+                    counts[node] = counts.get(node, 0) + 1
+        dists.append(_reference_distribution(sampled, req))
+    nodes = set(counts) | set(arx) | {n for d in dists for n in d}
+    total = samples * draws
+    for node in nodes:
+        ps = [d.get(node, 0.0) for d in dists]
+        got = counts.get(node, 0)
+        # The searches against the reference, sample by sample (pooled).
+        sd = math.sqrt(sum(draws * p * (1 - p) for p in ps))
+        assert abs(got - draws * sum(ps)) <= 4 * sd + 1, (node, got, draws * sum(ps))
+        # Against ARX's runs.
+        p = sum(ps) / samples
+        spread = math.sqrt(sum((x - p) ** 2 for x in ps) / max(samples - 1, 1))
+        a = arx.count(node) / len(arx)
+        err = 4 * math.sqrt(p * (1 - p) / len(arx)) + 4 * math.sqrt(p * (1 - p) / total)
+        err += 4 * spread / math.sqrt(samples) + 0.02
+        assert abs(got / total - a) <= err, (node, got / total, a, err)
 
 
 # --- what SafePub refuses, in one line --------------------------------------------------------

@@ -30,7 +30,7 @@ from sqlanon.lattice import prepare, run_search
 from sqlanon.measure.assessment import assess
 from sqlanon.policy import parse_policy
 from tests.conftest import ADULT_DIR, ENGINES, ROOT, TestDB, read_adult
-from tests.helpers import cli, write_policy
+from tests.helpers import cli, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
@@ -331,9 +331,18 @@ public class HierTDriver {
 ARX_TS = ["0.083", "0.137", "0.219", "0.301", "0.45"]
 
 
+def arx_hierarchical(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    """ARX's verdicts on each of TABLES, computed once per process (one JVM: DuckDB, PostgreSQL
+    and Spark)."""
+    return once("tcloseness_hier", lambda: _arx_verdicts(tmp_path_factory))
+
+
 @pytest.fixture(scope="module")
 def arx_verdicts(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    """ARX's verdicts on each of TABLES, computed once (one JVM) for both engines."""
+    return arx_hierarchical(tmp_path_factory)
+
+
+def _arx_verdicts(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     javac = shutil.which("javac")
     jars = list(ARX_DIR.glob("*.jar"))
     if not javac or not shutil.which("java") or not any(j.name.startswith("arx-") for j in jars):
@@ -369,9 +378,18 @@ def arx_verdicts(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
 
 
 def test_arx_agrees_on_every_node(db: TestDB, arx_verdicts: list[dict]) -> None:
-    for i, (rows, arx) in enumerate(zip(TABLES, arx_verdicts, strict=True)):
+    check_arx_agrees(db, arx_verdicts)
+
+
+def check_arx_agrees(
+    db: TestDB, arx_verdicts: list[dict], tables: tuple[int, ...] = (0, 1, 2), ts: list[str] = ARX_TS
+) -> None:
+    """The exhaustive search's satisfying nodes are the reference's and ARX's, for each t of ``ts``
+    on each of ``tables`` (tests/test_spark.py: Spark, on fewer)."""
+    for i in tables:
+        rows, arx = TABLES[i], arx_verdicts[i]
         name = _load(db, rows)
-        for t in ARX_TS:
+        for t in ts:
             with session(db.url) as be:
                 sat = run_search(prepare(be, parse_policy(_policy(name, float(t)))), "exhaustive").satisfying
             assert {n for n in NODES if bad_records(rows, n, float(t)) == 0} == sat, (i, t)
@@ -462,6 +480,11 @@ S_ROOTED = {v: [*g[:-1], "all"] for v, g in S_HIER.items()}
 
 
 def test_a_root_of_its_own_is_the_root(db: TestDB, tmp_path: Path) -> None:
+    check_a_root_of_its_own(db, tmp_path)
+
+
+def check_a_root_of_its_own(db: TestDB, tmp_path: Path, ts: list[str] = ARX_TS) -> None:
+    """The figure, and ARX's verdicts for each t of ``ts`` (tests/test_spark.py: Spark, on fewer)."""
     rows = TABLES[1]
     name = _load(db, rows)
     with session(db.url) as be:
@@ -500,7 +523,7 @@ def test_a_root_of_its_own_is_the_root(db: TestDB, tmp_path: Path) -> None:
         timeout=120,
     ).stdout
     arx = {(t, (int(la), int(lb))) for _, t, la, lb, ok in map(str.split, out.splitlines()) if ok == "true"}
-    for t in ARX_TS:
+    for t in ts:
         with session(db.url) as be:
             pol = parse_policy(_policy(name, float(t), hier=S_ROOTED))
             sat = run_search(prepare(be, pol), "exhaustive").satisfying

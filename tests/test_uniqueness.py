@@ -29,6 +29,7 @@ from sqlanon.errors import PolicyError
 from sqlanon.policy import parse_policy
 from sqlanon.uniqueness import ESTIMATORS, dankar, digamma, trigamma
 from tests.conftest import ADULT_COLUMNS, ROOT, TestDB, read_adult
+from tests.helpers import once
 
 ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 QIS = ["age", "sex", "race", "marital-status"]
@@ -155,10 +156,10 @@ def test_no_sample_unique_is_no_population_unique() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _policy(risk: dict[str, Any], **extra: Any) -> dict[str, Any]:
+def _policy(risk: dict[str, Any], source: str = "main.adult", **extra: Any) -> dict[str, Any]:
     cols: dict[str, Any] = {c: "insensitive" for c in ADULT_COLUMNS}
     cols.update({q: "quasi" for q in QIS})
-    return {"source": "main.adult", "columns": cols, "privacy": {"risk": risk}, **extra}
+    return {"source": source, "columns": cols, "privacy": {"risk": risk}, **extra}
 
 
 @pytest.mark.parametrize(
@@ -186,7 +187,7 @@ def test_bad_bounds_name_their_key(risk: dict[str, Any], key: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
-# ARX as the oracle, on DuckDB and PostgreSQL
+# ARX as the oracle, on DuckDB and PostgreSQL (Spark: tests/test_spark.py)
 # --------------------------------------------------------------------------------------------------
 
 DRIVER = r"""
@@ -235,13 +236,29 @@ public class ArxUniq {
 """
 
 
+def adult_head() -> list[dict[str, Any]]:
+    """Adult's first 3,000 rows, read once per process."""
+    return once("adult3000", lambda: read_adult()[:3000])
+
+
 @pytest.fixture(scope="module")
 def adult_rows() -> list[dict[str, Any]]:
-    return read_adult()[:3000]
+    return adult_head()
+
+
+def arx_figures(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict]:
+    """ARX's figures per population size, computed once per process (DuckDB, PostgreSQL, Spark)."""
+    return once("uniqueness", lambda: _arx_figures(adult_head(), tmp_path_factory))
 
 
 @pytest.fixture(scope="module")
-def arx(adult_rows: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict]:
+def arx(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict]:
+    return arx_figures(tmp_path_factory)
+
+
+def _arx_figures(
+    adult_rows: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> dict[int, dict]:
     """ARX's figures per population size. The solver ARX's Pitman and SNB models use
     (de.linearbits newtonraphson 0.0.1, Apache-2.0) is not in ../shared/peers/arx: the test adds
     the copy in fixtures/arx (the jar ARX's own lib/ant ships)."""
@@ -270,10 +287,21 @@ def adult_db(db: TestDB, adult_rows: list[dict[str, Any]]) -> TestDB:
     return db
 
 
+#: The bounds assess decides (population, model), each just above and just below ARX's figure.
+BOUNDS = [(3500, "dankar"), (1_000_000, "dankar"), (30000, "zayatz"), (3500, "snb")]
+
+
 def test_figures_equal_arx(adult_db: TestDB, arx: dict[int, dict]) -> None:
+    check_figures_equal_arx(adult_db, arx)
+
+
+def check_figures_equal_arx(
+    adult_db: TestDB, arx: dict[int, dict], bounds: list = BOUNDS, source: str = "main.adult"
+) -> None:
     """sample uniqueness, average risk and each model's population uniqueness, from the class
-    sizes the database counted, equal ARX's; so do the figures and verdicts assess reports."""
-    a = api.assess(_policy({"sample_uniqueness": 0.5, "average": 0.5}), adult_db.url).to_dict()
+    sizes the database counted, equal ARX's; so do the figures and verdicts assess reports, for
+    each of ``bounds`` (tests/test_spark.py: Spark, on fewer bounds)."""
+    a = api.assess(_policy({"sample_uniqueness": 0.5, "average": 0.5}, source=source), adult_db.url).to_dict()
     hist = {int(s): c for s, c in a["class_sizes"].items()}
     some = next(iter(arx.values()))
     assert close(a["risk"]["sample_uniqueness"], some["sample_uniqueness"])
@@ -286,11 +314,11 @@ def test_figures_equal_arx(adult_db: TestDB, arx: dict[int, dict]) -> None:
         share, chosen = dankar(hist, big_n)
         assert close(share / big_n, want["dankar"]) and chosen == want["dankar_model"], (big_n, want)
     # The figure assess reports, and the bound's verdict, for one population per model.
-    for big_n, model in [(3500, "dankar"), (1_000_000, "dankar"), (30000, "zayatz"), (3500, "snb")]:
+    for big_n, model in bounds:
         want = arx[big_n][model]
         for bound, holds in [(want * 1.001, True), (want * 0.999, False)]:
             risk = {"population_uniqueness": {"bound": bound, "model": model, "population": big_n}}
-            got = api.assess(_policy(risk), adult_db.url).to_dict()
+            got = api.assess(_policy(risk, source=source), adult_db.url).to_dict()
             assert close(got["risk"]["population_uniqueness"], want), (big_n, model)
             label = f"risk.population_uniqueness <= {bound:g}"
             assert got["satisfied"][label] is holds, (big_n, model, bound)
@@ -299,9 +327,15 @@ def test_figures_equal_arx(adult_db: TestDB, arx: dict[int, dict]) -> None:
 def test_no_estimate_fails_the_bound(adult_db: TestDB, arx: dict[int, dict]) -> None:
     """ARX's SNB has no estimate at N = 30,000 on these rows: as ARX's PopulationUniqueness
     criterion, a bound cannot hold on no evidence while the sample has uniques."""
+    check_no_estimate_fails_the_bound(adult_db, arx)
+
+
+def check_no_estimate_fails_the_bound(
+    adult_db: TestDB, arx: dict[int, dict], source: str = "main.adult"
+) -> None:
     assert arx[30000]["snb"] == 0.0
     risk = {"population_uniqueness": {"bound": 0.99, "model": "snb", "population": 30000}}
-    got = api.assess(_policy(risk), adult_db.url).to_dict()
+    got = api.assess(_policy(risk, source=source), adult_db.url).to_dict()
     assert got["risk"]["population_uniqueness"] is None
     assert got["satisfied"]["risk.population_uniqueness <= 0.99"] is False
 

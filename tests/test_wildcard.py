@@ -26,6 +26,7 @@ import pytest
 from sqlanon import api
 from sqlanon.measure import wildcard
 from tests.conftest import ROOT, TestDB
+from tests.helpers import once
 
 ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 RISK = 0.2  # records_at_risk's risk: ARX's size threshold 5
@@ -120,8 +121,17 @@ def test_reference_matches_arx_unit_test() -> None:
 
 @pytest.mark.parametrize("i", range(len(TABLES)))
 def test_wildcard_figures_match_reference(db: TestDB, i: int) -> None:
+    check_figures(db, i)
+
+
+def check_figures(db: TestDB, i: int, arx: list[dict[str, float]] | None = None) -> None:
+    """One assess of TABLES[i]: the reference's figures, and ARX's where given (tests/test_spark.py
+    checks both on Spark with one assess per table)."""
     cols, rows = TABLES[i]
     got = _assess(db, cols, rows)["wildcard"]
+    if arx is not None:
+        for key, v in arx[i].items():
+            assert math.isclose(got[key], v, rel_tol=1e-9, abs_tol=1e-12), (i, key, got[key], v)
     want = ref_figures(rows)
     for key, v in want.items():
         assert math.isclose(got[key], v, rel_tol=REL), (i, key, got[key], v)
@@ -178,8 +188,17 @@ public class ArxWildcard {
 """
 
 
+def arx_wildcard(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, float]]:
+    """ARX's figures of each of TABLES, computed once per process (DuckDB, PostgreSQL, Spark)."""
+    return once("wildcard", lambda: _arx(tmp_path_factory))
+
+
 @pytest.fixture(scope="module")
 def arx(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, float]]:
+    return arx_wildcard(tmp_path_factory)
+
+
+def _arx(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, float]]:
     if shutil.which("javac") is None or not (ARX_DIR / "arx-3.9.2-aacd487fb.jar").exists():
         pytest.skip("ARX oracle needs javac and ../shared/peers/arx")
     tmp: Path = tmp_path_factory.mktemp("arxwild")
