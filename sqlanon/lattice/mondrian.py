@@ -51,7 +51,7 @@ from sqlanon.policy import Policy
 from sqlanon.profitability import is_table_wide
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Hole, Sql, ident, lit
-from sqlanon.transform.partition import TreeCut, partition_context
+from sqlanon.transform.partition import TreeCut, map_key, partition_context
 from sqlanon.transform.release import internal_prefix
 
 #: At most this many rounds (ids and the published CASE tree stay small; 2^64 partitions).
@@ -160,6 +160,12 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
         raise SqlanonError(
             f"privacy.{unsupported[0]}: a table-wide bound is not supported with mondrian "
             "(each cut is decided per partition); use a full-domain algorithm"
+        )
+    if be.inline:  # every round's inputs would be the last round's CTEs, nested twice over
+        raise SqlanonError(
+            "search.where: database: Mondrian's rounds need temporary tables, which this connection may "
+            "not create (kept as CTEs, each round nests the last twice: the cost doubles per round); "
+            "set search.where: local (a view), or connect with a role that may create temporary tables"
         )
     top = tuple(plan.heights)
     root = Evaluator(plan).evaluate([top])[top]
@@ -319,6 +325,14 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
     return MondrianResult(dims, cuts, work, rounds, queries + 1, n_parts, metrics, sums, vals)
 
 
+def _analyze(be: Backend, rel: Relation) -> None:
+    """PostgreSQL: gather the statistics of a temporary table a later statement joins on
+    (autovacuum never analyses temporary tables). Without them the planner guesses, and a wrong
+    guess of one row made the release's partition CTEs nested loops over the partitions."""
+    if be.dialect == "postgres" and not be.inline:
+        be._run(f"ANALYZE {rel.table().sql(be.dialect)}")
+
+
 def _hole(rel: Relation | None) -> Hole | None:
     return None if rel is None else Hole(rel)
 
@@ -363,8 +377,9 @@ def mondrian_release(
     internal = internal_prefix(names + [c.name for c in policy.columns])
     part_map = None
     if table:
-        dims = [{"j": j, "q": q} for j, q in enumerate(plan.base.q_aliases)]
-        part_map = be.create_temp("mmap", "mondrian/map", work=res.work, vals=res.values, dims=dims)
+        key = map_key([f"b.{q}" for q in plan.base.q_aliases])
+        part_map = be.create_temp("mmap", "mondrian/map", work=res.work, vals=res.values, key=key)
+        _analyze(be, part_map)
     ctx = partition_context(
         plan.policy, plan.hierarchies, tree, numeric, types, internal, res.partitions, part_map
     )
