@@ -157,6 +157,7 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
             "pg_max_rows": int(args.pg_max_rows),
             "peer_max_rows": int(args.peer_max_rows),
             "duckdb_memory_limit": args.duckdb_memory_limit,
+            "duckdb_threads": args.duckdb_threads,
         },
         "workload": {
             "floor": FLOOR_SQL,
@@ -247,12 +248,20 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
                 label = engine
                 if engine == "duckdb":
                     url = f"duckdb:///{path}"
+                    settings = {}
                     if args.duckdb_memory_limit:
                         # DuckDB runs inside the sqlanon process: its memory_limit bounds that
                         # process (it spills to disk beyond it). Reported as an engine of its own.
-                        url += f"?memory_limit={args.duckdb_memory_limit}"
-                        label = f"duckdb[memory_limit={args.duckdb_memory_limit}]"
-                        spec["memory_limit"] = args.duckdb_memory_limit
+                        settings["memory_limit"] = args.duckdb_memory_limit
+                    if args.duckdb_threads:
+                        # A larger machine's DuckDB held to the 2-core machine's parallelism.
+                        settings["threads"] = str(args.duckdb_threads)
+                    if settings:
+                        url += "?" + "&".join(f"{k}={v}" for k, v in settings.items())
+                        label = "duckdb[" + ",".join(f"{k}={v}" for k, v in settings.items()) + "]"
+                        spec["duckdb_config"] = settings
+                        if args.duckdb_memory_limit:
+                            spec["memory_limit"] = args.duckdb_memory_limit
                     spec.update({"path": str(path), "url": url})
                 else:
                     spec.update(
@@ -384,6 +393,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--duckdb-memory-limit",
         default=None,
         help="run DuckDB with this memory_limit (e.g. 150MB), reported as engine 'duckdb[memory_limit=...]'",
+    )
+    p.add_argument(
+        "--duckdb-threads",
+        type=int,
+        default=None,
+        help="run DuckDB with this many threads (a larger machine held to a smaller one's parallelism)",
     )
     p.add_argument("--pg-max-rows", type=float, default=1e6, help="largest PostgreSQL table (default 1e6)")
     p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True, help="time pycanon/anjana")

@@ -263,7 +263,9 @@ def worker_main(spec_path: str) -> None:
         import duckdb
 
         # The same DuckDB settings as sqlanon's URL (a memory_limit, when given, bounds the floor too).
-        config = {"memory_limit": spec["memory_limit"]} if spec.get("memory_limit") else {}
+        config = dict(spec.get("duckdb_config") or {})
+        if spec.get("memory_limit"):
+            config["memory_limit"] = spec["memory_limit"]
         con = duckdb.connect(spec["path"], config=config)
         res["duckdb_settings"] = dict(
             zip(

@@ -216,13 +216,14 @@ def test_stage_keeps_coding_in_postgres_for_other_types_and_small_tables(
     if db.kind != "postgres":
         pytest.skip("staging is PostgreSQL's")
     _load(db)
+    exact_pg = localdb.EXACT_TYPES["postgres"]
     for min_rows, exact, where in (
-        (0, localdb.EXACT_TYPES - {"integer"}, "auto"),  # age is an integer column
-        (ROWS + 1, localdb.EXACT_TYPES, "auto"),
-        (0, localdb.EXACT_TYPES, "database"),
+        (0, exact_pg - {"integer"}, "auto"),  # age is an integer column
+        (ROWS + 1, exact_pg, "auto"),
+        (0, exact_pg, "database"),
     ):
         monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", min_rows)
-        monkeypatch.setattr(localdb, "EXACT_TYPES", exact)
+        monkeypatch.setitem(localdb.EXACT_TYPES, "postgres", exact)
         with session(db.url) as be:
             plan = prepare(be, parse_policy(_policy(where)))
             assert plan.coded.name not in localdb._STAGED
