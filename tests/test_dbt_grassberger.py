@@ -64,10 +64,12 @@ def test_the_package_holds_the_table_once() -> None:
     text = macros.generate()
     assert text.count(FIRST) == 1
     assert text.count("macro default__sqlanon_grassberger_table()") == 1
-    for adapter in macros.ADAPTERS:
+    # postgres__ macros would be default__'s text: dispatch reaches default__ (tests/test_dbt_dispatch.py)
+    adapters = [a for a in macros.ADAPTERS if a != "postgres"]
+    for adapter in adapters:
         assert f"macro {adapter}__sqlanon_grassberger_g(x)" in text
-    assert text.count("adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')") == 2 * len(macros.ADAPTERS)
-    assert len(text) < 250_000  # 286 KB with ten tables
+    assert text.count("adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')") == 2 * len(adapters)
+    assert len(text) < 200_000  # 286 KB with ten tables, 241 KB with postgres__ copies of default__
 
 
 @pytest.mark.parametrize("adapter", list(macros.ADAPTERS))

@@ -1,7 +1,7 @@
 {#- sqlanon's generic data tests (README, *dbt*). Each returns the rows that fail: zero rows pass.
     The tests check their arguments here and dispatch to the adapter's macro in sqlanon_sql.sql,
-    whose SQL is generated from sqlanon's own templates (duckdb, postgres, spark, sqlserver, and
-    a default for any other adapter). Every call goes through adapter.dispatch(..., 'sqlanon'), so
+    whose SQL is generated from sqlanon's own templates (duckdb, spark, sqlserver, and a default,
+    PostgreSQL's, for any other adapter or where an adapter's would be the same). Every call goes through adapter.dispatch(..., 'sqlanon'), so
     the same files work as the package `sqlanon` (packages.yml) and copied into a project's own
     macros by `sqlanon dbt`. -#}
 

@@ -7,7 +7,8 @@ ten copies, 43 KB of the 286 KB ``sqlanon_sql.sql``. Here the dbt package gets i
 - ``default__sqlanon_grassberger_table()``: the table, once, read from the template's own CASE
   (so the template stays the one source of the numbers);
 - ``<adapter>__sqlanon_grassberger_g(x)``: G(x) for one dialect, generated from the same template
-  with the table's arms turned into a Jinja loop over that macro;
+  with the table's arms turned into a Jinja loop over that macro (none where it would be
+  ``default__``'s text: :mod:`sqlanon.dbt.dispatch`);
 - in the test macros, every G(x) the template wrote becomes
   ``{{ adapter.dispatch('sqlanon_grassberger_g', 'sqlanon')('x') }}`` (:func:`lift`, :func:`calls`).
 """
@@ -18,6 +19,7 @@ from functools import cache
 
 from sqlglot import exp
 
+from sqlanon.dbt import dispatch
 from sqlanon.errors import SqlanonError
 from sqlanon.sql.base import CANONICAL, Sql
 from sqlanon.sql.compile import _env, dialect_tree, parse_one_statement
@@ -99,20 +101,26 @@ def macros(adapters: dict[str, str]) -> str:
         "templates/_macros/sensitive.sql.j2). -#}\n"
         f"{{% macro default__{TABLE_MACRO}() %}}{{{{ return([{values}]) }}}}{{% endmacro %}}\n"
     ]
-    for adapter, dialect in adapters.items():
-        g = _g(_q(_X, CANONICAL)).copy()
-        inner = g.this.args["ifs"][0].args["true"]
-        arm = inner.args["ifs"][0]
-        arm.set("this", exp.column(exp.to_identifier(_KEY, quoted=True)))
-        arm.args["true"].set("this", exp.column(exp.to_identifier(_VAL, quoted=True)))
-        inner.set("ifs", [arm])
-        text = dialect_tree(g, dialect).sql(dialect=dialect)
-        key, val = _q(_KEY, dialect), _q(_VAL, dialect)
-        start = text.index(f" WHEN {key} THEN ")
-        end = text.index(" END", text.index(val))
-        loop = f"{{% for g in adapter.dispatch('{TABLE_MACRO}', 'sqlanon')() %}}"
-        text = text[:start] + loop + text[start:end] + "{% endfor %}" + text[end:]
-        text = text.replace(key, "{{ 2 * loop.index0 }}").replace(val, "{{ g }}")
-        text = text.replace(_q(_X, dialect), "{{ x }}")
+    bodies = {adapter: g_body(dialect) for adapter, dialect in adapters.items()}
+    for adapter, text in dispatch.needed(bodies).items():
         out.append(f"\n{{% macro {adapter}__{G_MACRO}(x) %}}{text}{{% endmacro %}}\n")
     return "".join(out)
+
+
+def g_body(dialect: str) -> str:
+    """The body of the G macro for ``dialect``: the template's G(x), its table a loop."""
+    g = _g(_q(_X, CANONICAL)).copy()
+    inner = g.this.args["ifs"][0].args["true"]
+    arm = inner.args["ifs"][0]
+    arm.set("this", exp.column(exp.to_identifier(_KEY, quoted=True)))
+    arm.args["true"].set("this", exp.column(exp.to_identifier(_VAL, quoted=True)))
+    inner.set("ifs", [arm])
+    text = dialect_tree(g, dialect).sql(dialect=dialect)
+    key, val = _q(_KEY, dialect), _q(_VAL, dialect)
+    start = text.index(f" WHEN {key} THEN ")
+    end = text.index(" END", text.index(val))
+    loop = f"{{% for g in adapter.dispatch('{TABLE_MACRO}', 'sqlanon')() %}}"
+    text = text[:start] + loop + text[start:end] + "{% endfor %}" + text[end:]
+    text = text.replace(key, "{{ 2 * loop.index0 }}").replace(val, "{{ g }}")
+    text = text.replace(_q(_X, dialect), "{{ x }}")
+    return text

@@ -14,6 +14,9 @@ the placeholders into Jinja:
 - every other placeholder becomes an expression (``{{ model }}``, ``{{ adapter.quote(sensitive) }}``,
   ``{{ k }}``, ...).
 
+An adapter whose macro would be ``default__``'s text gets none: dbt's dispatch falls back to
+``default__`` (:mod:`sqlanon.dbt.dispatch`), so PostgreSQL, whose SQL is the default's, reads it.
+
 ``dbt_package/macros/sqlanon_sql.sql`` is this module's output, committed so that the package
 works from a checkout; ``tests/test_dbt.py`` regenerates it and fails on any difference.
 Regenerate with ``python -m sqlanon.dbt.macros``.
@@ -29,7 +32,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from sqlanon.dbt import grassberger
+from sqlanon.dbt import dispatch, grassberger
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import EPS, T_COLUMN
 from sqlanon.relation import Relation
@@ -38,7 +41,8 @@ from sqlanon.sql.base import CANONICAL, Sql, ident, lit
 from sqlanon.sql.compile import dialect_tree, parse_one_statement, render
 
 #: dbt adapter -> the sqlglot dialect its macro is generated for. ``default`` (any other adapter)
-#: gets PostgreSQL's SQL: standard window functions, IS NOT DISTINCT FROM, DOUBLE PRECISION.
+#: gets PostgreSQL's SQL: standard window functions, IS NOT DISTINCT FROM, DOUBLE PRECISION. An
+#: adapter's macro whose text is default's is left out (``postgres``: dispatch reaches default__).
 ADAPTERS: dict[str, str] = {
     "default": "postgres",
     "duckdb": "duckdb",
@@ -224,11 +228,17 @@ def jinja_sql(template: str, dialect: str, **context: Any) -> str:
     return text
 
 
-def macro(test: Test, adapter: str) -> str:
-    """The ``<adapter>__test_<name>`` macro: one SELECT per variant, chosen by Jinja."""
-    dialect = ADAPTERS[adapter]
+def macro(test: Test, adapter: str, body: str | None = None) -> str:
+    """The ``<adapter>__test_<name>`` macro: one SELECT per variant, chosen by Jinja (``body``, if
+    given, is :func:`macro_body`'s for that adapter, already generated)."""
     head = f"{{% macro {adapter}__test_{test.name}(model, {', '.join(test.args)}) %}}\n"
-    head += PREAMBLE.get(test.name, "")
+    return head + (macro_body(test, adapter) if body is None else body) + "{% endmacro %}\n"
+
+
+def macro_body(test: Test, adapter: str) -> str:
+    """The text between the ``<adapter>__test_<name>`` macro's tags."""
+    dialect = ADAPTERS[adapter]
+    head = PREAMBLE.get(test.name, "")
     if len(test.variants) == 1:
         body = jinja_sql(test.template, dialect, **_context(test, test.variants[0][1])) + "\n"
     else:
@@ -237,7 +247,7 @@ def macro(test: Test, adapter: str) -> str:
             parts.append(f"{{% {'if' if i == 0 else 'elif'} {cond} %}}\n")
             parts.append(jinja_sql(test.template, dialect, **_context(test, variant)) + "\n")
         body = "".join(parts) + "{% endif %}\n"
-    return head + body + "{% endmacro %}\n"
+    return head + body
 
 
 #: Jinja set at the top of a test's macros: what its placeholders stand for (the recursive l's
@@ -270,11 +280,13 @@ HEADER = (
 
 
 def generate() -> str:
-    """The text of ``dbt_package/macros/sqlanon_sql.sql``: every test for every adapter."""
+    """The text of ``dbt_package/macros/sqlanon_sql.sql``: every test for ``default`` and for each
+    adapter whose SQL differs from default's (the others dispatch to ``default__``)."""
     out = [HEADER]
     for test in TESTS:
-        for adapter in ADAPTERS:
-            out.append("\n" + macro(test, adapter))
+        bodies = dispatch.needed({adapter: macro_body(test, adapter) for adapter in ADAPTERS})
+        for adapter, body in bodies.items():
+            out.append("\n" + macro(test, adapter, body))
     return "".join(out) + grassberger.macros(ADAPTERS)
 
 
