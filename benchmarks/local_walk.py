@@ -99,6 +99,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--supp", default="0,5", help="suppression limits in percent")
     ap.add_argument("--no-publish", action="store_true", help="time the search only")
+    ap.add_argument("--where", default="database,local", help="the walk's locations, comma-separated")
     args = ap.parse_args()
     sqlanon = str(Path(sys.executable).with_name("sqlanon"))
     supps = [float(s) / 100 for s in args.supp.split(",")]
@@ -139,7 +140,7 @@ def main() -> None:
                 for supp in supps:
                     path = work / f"policy_{round(supp * 100)}.json"
                     path.write_text(json.dumps(_policy(supp)))
-                    for where in ("database", "local"):
+                    for where in args.where.split(","):
                         label = f"supp{round(supp * 100)}:{where}"
                         base = [sqlanon, "anonymise", str(path), "--db", url, "--json", "--search-in", where]
                         took, text = _timed([*base, "--dry-run"], cluster, f"search[{label}]")
@@ -171,7 +172,9 @@ def main() -> None:
                     seen[f"supp{round(s * 100)}:database"]["node"]
                     == seen[f"supp{round(s * 100)}:local"]["node"]
                     for s in supps
-                ),
+                )
+                if "database" in args.where and "local" in args.where
+                else None,
             }
             print(f"  medians (x floor {floor:.2f} s):", flush=True)
             for k, v in med.items():

@@ -47,7 +47,7 @@ from sqlanon.lattice.mondrian_local import run_mondrian
 from sqlanon.measure.release import release_check
 from sqlanon.metrics import score, value
 from sqlanon.metrics.evaluate import mondrian_metrics
-from sqlanon.metrics.optimum import check_node_release, walk
+from sqlanon.metrics.optimum import check_node_release, local_measure, walk
 from sqlanon.metrics.safepub_search import safepub_release
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
@@ -368,12 +368,19 @@ def verify(plan: Plan, rel: Relation, node: Node | None, ctx: dict[str, Any] | N
     GROUP BY instead of reading it: the view is that same generalisation, with the same check on
     each class's size, so its classes are the source's grouped classes that pass the check; reading
     it would run its window over every row first (issue 17: publishing near one scan)."""
+    local = local_measure(plan, rel)  # the checks in a local DuckDB once the warehouse has grouped
     if node is None:  # a Mondrian release: no node to generalise the population to
         result, bad, missing = release_check(
-            plan.be, plan.policy, rel, reference=plan.base, n_rows=plan.n_rows, population_exprs=None
+            plan.be,
+            plan.policy,
+            rel,
+            reference=plan.base,
+            n_rows=plan.n_rows,
+            population_exprs=None,
+            local=local,
         )
     else:
-        result, bad, missing = check_node_release(plan, rel, node, ctx)
+        result, bad, missing = check_node_release(plan, rel, node, ctx, local)
     if bad or missing > plan.allowed:
         why = (
             f"requirements failing: {', '.join(bad)}"
@@ -384,6 +391,10 @@ def verify(plan: Plan, rel: Relation, node: Node | None, ctx: dict[str, Any] | N
             f"publish: the new relation does not satisfy the policy ({why}); nothing published"
         )
     result["suppressed_records"] = missing
+    result["verified_in"] = {
+        "location": "database" if local is None else "local",
+        "rows_transferred": 0 if local is None else local.moved,
+    }
     return result
 
 

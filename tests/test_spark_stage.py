@@ -52,7 +52,9 @@ def test_spark_codes_the_frequency_table_locally(db: Any, monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("db", ["spark"], indirect=True)
-def test_spark_builds_the_staged_coded_table_when_read_there(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spark_builds_the_staged_coded_table_when_read_there(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An evaluation in the warehouse after a staged prepare (``--levels``) builds Spark's own
     coded table on first use, once, with the same results as the local copy."""
     _load(db)

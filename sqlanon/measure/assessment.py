@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,6 +244,7 @@ def assess(
     population_exprs: list[Sql] | None = None,
     validate: Callable[[FrequencyTables], None] | None = None,
     class_check: tuple[Sql, Sql] | None = None,
+    local: Callable[[FrequencyTables], AbstractContextManager[Backend]] | None = None,
 ) -> dict[str, Any]:
     """Measure ``relation`` (default: the policy's source) and return the documented JSON object.
 
@@ -254,6 +256,8 @@ def assess(
     ``population_exprs``: the QI expressions over the population's columns (a published release's
     node applied to the population), default the ``qi_exprs`` themselves.
     ``class_check``: (predicate, size alias), see :func:`build_frequency_tables`.
+    ``local``: where the checks run once the frequency tables are built (the warehouse groups,
+    a local DuckDB measures: :mod:`sqlanon.lattice.local_measure`); without a population table only.
     """
     rel = relation or policy.source
     check_columns(be, policy, rel)
@@ -275,7 +279,10 @@ def assess(
     )
     if validate is not None:
         validate(ft)
-    return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)
+    if local is None or policy.population is not None:
+        return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)
+    with local(ft) as near:
+        return assess_tables(near, policy, ft, rel, reference, population_exprs or qi_exprs)
 
 
 def assess_tables(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sqlanon.engines import Backend
@@ -22,6 +24,7 @@ def release_check(
     n_rows: int,
     population_exprs: list[Sql] | None,
     from_source: tuple[list[Sql], Sql, Sql] | None = None,
+    local: Callable[[FrequencyTables], AbstractContextManager[Backend]] | None = None,
 ) -> tuple[dict[str, Any], list[str], int]:
     """Measure a release relation ``rel``: (assess object, failing requirements, missing records).
 
@@ -38,6 +41,9 @@ def release_check(
     count leaves them out. A GROUP BY of the view would pay for that window over every row (about
     twice a scan) and then group again; this is one GROUP BY of the source (issue 17: publishing
     near one scan). tests/test_publish_verify.py proves both measurements equal.
+
+    ``local``: the checks run in a local DuckDB once the warehouse has grouped the release
+    (:mod:`sqlanon.lattice.local_measure`).
     """
     cols = [c for c in policy.columns if c.role != "identifier"]
     check_policy = dataclasses.replace(
@@ -57,6 +63,7 @@ def release_check(
         reference=reference,
         population_exprs=population_exprs,
         class_check=check,
+        local=local,
     )
     # Measured with no suppression (every class of the release must hold), but the limit the
     # release was made under is the policy's: report that one, not 0.

@@ -9,6 +9,7 @@ from typing import Any
 from sqlanon.errors import EmptyRelationError, SqlanonError
 from sqlanon.lattice import Node, NodeResult, Plan, Progress, SearchResult, run_search
 from sqlanon.lattice.local import local_plan, location
+from sqlanon.lattice.local_measure import LocalMeasure, measures_locally
 from sqlanon.measure.release import release_check
 from sqlanon.metrics.bounds import BOUND_EPS, CHOOSE_CHUNK, _rank, rank_lower_bound
 from sqlanon.metrics.info import COUNT_METRICS, NODE_METRICS, PHI_KINDS, candidates_for
@@ -233,13 +234,18 @@ def population_exprs(plan: Plan, node: Node) -> list[Sql] | None:
 
 
 def check_node_release(
-    plan: Plan, rel: Relation | None, node: Node, ctx: dict[str, Any] | None = None
+    plan: Plan,
+    rel: Relation | None,
+    node: Node,
+    ctx: dict[str, Any] | None = None,
+    local: LocalMeasure | None = None,
 ) -> tuple[dict[str, Any], list[str], int]:
     """:func:`~sqlanon.measure.release.release_check` of ``node``'s release ``rel``.
 
     With the release's context ``ctx`` (:func:`~sqlanon.transform.release.release_context`) a
     count-only release of the source's own rows is measured from the source in one pass instead
-    (:func:`one_pass`); ``rel`` may then be None (nothing to read)."""
+    (:func:`one_pass`); ``rel`` may then be None (nothing to read). ``local``: where the checks run
+    (default :func:`local_measure`'s choice)."""
     from_source = None
     if ctx is not None and one_pass(ctx):
         rel, from_source = plan.policy.source, (node_exprs(plan, node), ctx["class_check"], ctx["n_alias"])
@@ -252,7 +258,16 @@ def check_node_release(
         n_rows=plan.n_rows,
         population_exprs=population_exprs(plan, node),
         from_source=from_source,
+        local=local or local_measure(plan, rel),
     )
+
+
+def local_measure(plan: Plan, rel: Relation) -> LocalMeasure | None:
+    """Where a release of ``plan`` is measured (:mod:`sqlanon.lattice.local_measure`): a local
+    DuckDB once the warehouse has grouped ``rel``, else None (every statement in the warehouse)."""
+    if not measures_locally(plan.be, plan.policy, plan.base_rows, plan.n_rows):
+        return None
+    return LocalMeasure(plan.be, [rel, plan.policy.source], [plan.base])
 
 
 def one_pass(ctx: dict[str, Any]) -> bool:

@@ -1,0 +1,111 @@
+"""Issue 33: a release measured in the local DuckDB (sqlanon/lattice/local_measure.py) gives the
+verdict and every figure the warehouse gives (``search.where: database``), node for node.
+
+The reference is the warehouse's own measurement of the same release (the templates run there,
+as they always did); the local one copies the release's frequency and class tables (and the
+source's, for t-closeness) and runs the same templates in DuckDB. Policies cover each kind of
+check the re-verification makes: class sizes with suppression, l-diversity (distinct, entropy,
+recursive), t-closeness (equal and ordered distance), the prosecutor and table-wide risks,
+sample uniqueness and the wildcard figures. A publish on PostgreSQL says where it was verified
+and how many rows crossed; with ``search.where: database`` nothing crosses.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from sqlanon.engines import session
+from sqlanon.lattice import local_measure, prepare
+from sqlanon.metrics.optimum import check_node_release
+from sqlanon.metrics.optimum import local_measure as chosen
+from sqlanon.policy import parse_policy
+from sqlanon.transform.release import release_context
+from tests.conftest import ENGINES_SPARK, TestDB
+from tests.helpers import cli_json, same, write_policy
+from tests.test_publish_verify import COLUMNS, TYPES, _columns, _rows
+
+POLICIES = {
+    "k_suppression": {"columns": _columns(False), "privacy": {"k": 4, "suppression": 0.3}},
+    "l_t_risks": {
+        "columns": _columns(True),
+        "privacy": {
+            "k": 2,
+            "suppression": 0.25,
+            "l": {"disease": {"kind": "entropy", "l": 1.2}},
+            "t": {"disease": {"measure": "emd-equal", "t": 0.6}},
+            "risk": {"prosecutor": 0.6, "average": 0.4, "sample_uniqueness": 0.5},
+        },
+    },
+    "ordered_t_recursive_l": {
+        "columns": {**_columns(True), "visits": "sensitive"},
+        "privacy": {
+            "k": 2,
+            "suppression": 0.2,
+            "l": {"disease": {"kind": "recursive", "c": 3, "l": 2}},
+            "t": {"visits": {"measure": "emd-ordered", "t": 0.5}},
+        },
+    },
+}
+
+
+@pytest.fixture
+def people(db: TestDB, monkeypatch: pytest.MonkeyPatch) -> TestDB:
+    db.load("people", COLUMNS, _rows(300, 17), TYPES)
+    monkeypatch.setitem(local_measure.MIN_ROWS, "postgres", 0)  # the test table is small
+    return db
+
+
+def _policy(name: str, where: str) -> Any:
+    return parse_policy({"source": "main.people", **POLICIES[name], "search": {"where": where}})
+
+
+#: The warehouses (DuckDB is in-process: ``auto`` measures where the table is).
+WAREHOUSES = [p for p in ENGINES_SPARK if p != "duckdb"]
+
+
+@pytest.mark.parametrize("db", WAREHOUSES, indirect=True)
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_local_measurement_equals_the_warehouses(people: TestDB, name: str) -> None:
+    with session(people.url) as be:
+        here, there = prepare(be, _policy(name, "auto")), prepare(be, _policy(name, "database"))
+        src_cols = [c.name for c in be.require_columns(here.policy.source, "source")]
+        nodes = list(itertools.product(*(range(h + 1) for h in here.heights)))
+        if people.kind == "spark":  # Spark's statements cost seconds each: one policy, a few nodes
+            if name != "l_t_risks":
+                pytest.skip("on Spark the policy with every kind of check only")
+            nodes = nodes[:: max(1, len(nodes) // 3)]
+        measured = 0
+        for node in nodes:
+            ctx = release_context(here.policy, here.hierarchies, node, src_cols)
+            rel = be.create_temp("release", "publish/_release", **ctx)
+            if not be.query("search/row_count", rel=rel)[0][0]:
+                continue
+            local = chosen(here, rel)
+            assert local is not None and chosen(there, rel) is None
+            near = check_node_release(here, rel, node, None, local)
+            far = check_node_release(there, rel, node)
+            assert local.moved > 0  # the release's tables crossed
+            near[0].pop("source"), far[0].pop("source")
+            same(near[0], far[0], f"{name}{node}")
+            assert near[1:] == far[1:], node
+            measured += 1
+        assert measured >= 3
+
+
+@pytest.mark.parametrize("where", ["auto", "database"])
+def test_publish_says_where_it_verified(people: TestDB, tmp_path: Any, where: str) -> None:
+    pol = {
+        "source": "main.people",
+        "target": "main.people_anon",
+        **POLICIES["l_t_risks"],
+        "search": {"where": where},
+    }
+    r = cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", people.url)
+    verified = r["published"]["verified_in"]
+    if people.kind == "postgres" and where == "auto":
+        assert verified["location"] == "local" and verified["rows_transferred"] > 0
+    else:
+        assert verified == {"location": "database", "rows_transferred": 0}
