@@ -151,10 +151,10 @@ def test_without_wildcards_equals_prosecutor(db: TestDB) -> None:
 
 def test_bound_skips_with_a_note(db: TestDB, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above the classes x wildcard-classes bound the join is not run; the figure says why."""
-    monkeypatch.setattr(wildcard, "MAX_WILDCARD_PAIRS", 3)
+    monkeypatch.setattr(wildcard, "MAX_WILDCARD_ROWS", 3)
     cols, rows, _ = ARX_TABLES[0]
     w = _assess(db, cols, rows)["wildcard"]
-    assert "average" not in w and "exceed 3 pairs" in w["skipped"] and w["wildcard_classes"] == 3
+    assert "average" not in w and "exceed 3 rows" in w["skipped"] and w["wildcard_classes"] == 3
 
 
 DRIVER = r"""

@@ -1,1 +1,1 @@
-SELECT COUNT(*) AS n_classes, SUM(CASE WHEN CAST("q_0" AS TEXT) = '*' OR CAST("q_1" AS TEXT) = '*' THEN 1 ELSE 0 END) AS n_wild FROM "sqlanon_cls_00000000_1"
+SELECT "f_0", "f_1", COUNT(*) AS n_classes FROM (SELECT CASE WHEN CAST("q_0" AS TEXT) = '*' THEN 1 ELSE 0 END AS "f_0", CASE WHEN CAST("q_1" AS TEXT) = '*' THEN 1 ELSE 0 END AS "f_1" FROM "sqlanon_cls_00000000_1") AS s GROUP BY "f_0", "f_1"

@@ -1,1 +1,1 @@
-SELECT COUNT(*) AS n_classes, SUM(CASE WHEN CAST(`q_0` AS STRING) = '*' OR CAST(`q_1` AS STRING) = '*' THEN 1 ELSE 0 END) AS n_wild FROM `sqlanon_cls_00000000_1`
+SELECT `f_0`, `f_1`, COUNT(*) AS n_classes FROM (SELECT CASE WHEN CAST(`q_0` AS STRING) = '*' THEN 1 ELSE 0 END AS `f_0`, CASE WHEN CAST(`q_1` AS STRING) = '*' THEN 1 ELSE 0 END AS `f_1` FROM `sqlanon_cls_00000000_1`) AS s GROUP BY `f_0`, `f_1`
