@@ -30,6 +30,7 @@ from sqlanon.errors import PolicyError, SqlanonError
 from sqlanon.lattice import local, localdb, prepare
 from sqlanon.policy import parse_policy
 from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ENGINES_SPARK, _make_db, read_adult
+from tests.test_local_walk_session import open_local_duckdbs
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country"]
 #: Spark's in-database walk costs ~0.3 s a statement here: four quasi-identifiers keep its
@@ -106,7 +107,7 @@ def test_staged_local_walk_agrees(adb: Any, case: str, monkeypatch: pytest.Monke
     monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0)  # 3,000 rows here
     inside = api.anonymise(_policy(case, "database", f"anon_sdb_{case}"), adb.url, replace=True).to_dict()
     here = api.anonymise(_policy(case, "local", f"anon_slocal_{case}"), adb.url, replace=True).to_dict()
-    assert here["search_location"] == "local" and not localdb._STAGED  # taken and closed
+    assert here["search_location"] == "local" and not open_local_duckdbs()  # taken and closed
     assert here["node"] == inside["node"]
     assert here["optimum"]["value"] == pytest.approx(inside["optimum"]["value"], rel=1e-9)
     assert here["suppressed_records"] == inside["suppressed_records"]

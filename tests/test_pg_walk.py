@@ -22,6 +22,7 @@ import pytest
 
 from sqlanon import search_where
 from sqlanon.engines import session
+from sqlanon.engines.postgres import CopyStream
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import local, localdb, prepare
 from sqlanon.lattice import plan as plan_module
@@ -166,11 +167,11 @@ def test_staged_coding_keeps_the_coded_table_out_of_postgres(
     with session(db.url) as be:
         plan = prepare(be, parse_policy(pol("auto")))
         made = [s for s in be.log if plan.coded.name in s]
-        staged = plan.coded.name in localdb._STAGED
+        staged = be.staged is not None and be.staged[0] == plan.coded.name
         with local.local_plan(plan) as lp:
             assert lp.be.moved == plan.base_rows  # the frequency table's rows crossed, once
             here = _node_results(lp)
-        assert not localdb._STAGED and lp.be._conn.closed  # taken by the walk, closed after it
+        assert be.staged is None and lp.be._conn.closed  # taken by the walk, closed after it
     with session(db.url) as be:
         inside = prepare(be, parse_policy(pol("database")))
         there = _node_results(inside)
@@ -226,7 +227,7 @@ def test_stage_keeps_coding_in_postgres_for_other_types_and_small_tables(
         monkeypatch.setitem(localdb.EXACT_TYPES, "postgres", exact)
         with session(db.url) as be:
             plan = prepare(be, parse_policy(_policy(where)))
-            assert plan.coded.name not in localdb._STAGED
+            assert be.staged is None
             assert any(plan.coded.name in s and "CREATE" in s.upper() for s in be.log)
 
 
@@ -234,7 +235,7 @@ def test_copy_stream_fills_the_reader_buffer() -> None:
     """PostgreSQL's COPY arrives a row per chunk: one read takes as many chunks as the buffer
     holds (before: one chunk a read, 276,373 Python calls at 1e6 rows)."""
     chunks = [b"ab", memoryview(b"cde"), b"", b"fghij", b"k"]
-    raw = localdb._CopyStream(iter(chunks))
+    raw = CopyStream(iter(chunks))
     buf = bytearray(4)
     assert raw.readinto(buf) == 4 and buf == b"abcd"  # before: 2 (b"ab")
     buf = bytearray(100)
@@ -242,7 +243,7 @@ def test_copy_stream_fills_the_reader_buffer() -> None:
     assert raw.readinto(buf) == 0
     import io
 
-    assert io.BufferedReader(localdb._CopyStream(iter(chunks)), buffer_size=3).read() == b"abcdefghijk"
+    assert io.BufferedReader(CopyStream(iter(chunks)), buffer_size=3).read() == b"abcdefghijk"
 
 
 def test_staged_coding_still_refuses_an_uncovered_value(
@@ -258,10 +259,10 @@ def test_staged_coding_still_refuses_an_uncovered_value(
     with session(db.url) as be:
         with pytest.raises(SqlanonError, match=r"columns.sex.hierarchy: .*'Female'"):
             prepare(be, parse_policy(pol))
-        staged = [local for local, _ in localdb._STAGED.values()]
+        staged = [be.staged[1]] if be.staged is not None else []
         assert len(staged) == (1 if db.kind == "postgres" else 0)
     # The refused plan's local DuckDB went with the session.
-    assert not localdb._STAGED and all(b._conn.closed for b in staged)
+    assert be.staged is None and all(b._conn.closed for b in staged)
 
 
 def test_one_staged_duckdb_per_session(db: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -276,9 +277,10 @@ def test_one_staged_duckdb_per_session(db: Any, monkeypatch: pytest.MonkeyPatch)
 
     with session(db.url) as be:
         first = prepare(be, parse_policy(_policy("auto")))
-        early = localdb._STAGED[first.coded.name][0]
+        assert be.staged is not None and be.staged[0] == first.coded.name
+        early = be.staged[1]
         second = prepare(be, parse_policy(_policy("auto")))
-        assert list(localdb._STAGED) == [second.coded.name] and early._conn.closed
+        assert be.staged[0] == second.coded.name and early._conn.closed
         top = tuple(first.heights)
         with local.local_plan(first) as lp1:
             one = Evaluator(lp1).evaluate([top])
@@ -300,6 +302,7 @@ def test_a_staged_duckdb_never_walked_closes_with_the_session(
     monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0)
     with session(db.url) as be:
         plan = prepare(be, parse_policy(_policy("auto")))
-        staged = localdb._STAGED[plan.coded.name][0]
+        assert be.staged is not None and be.staged[0] == plan.coded.name
+        staged = be.staged[1]
         keep = be  # the session object outlives its close: only close() may release the copy
-    assert plan.coded.name not in localdb._STAGED and staged._conn.closed and keep is not None
+    assert keep.staged is None and staged._conn.closed

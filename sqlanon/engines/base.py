@@ -11,19 +11,23 @@ import itertools
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
 from sqlanon import interrupt
-from sqlanon.engines.pgstart import configured_path, pg_start
+from sqlanon.engines.bulk import LoadColumn
+from sqlanon.engines.pgstart import pg_start
 from sqlanon.engines.redaction import redact
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql import secrets
 from sqlanon.sql.compile import Hole, find_template, inline_select, to_sql
+
+if TYPE_CHECKING:
+    from sqlanon.engines.postgres import SearchPath
 
 SQLALCHEMY_TO_SQLGLOT = {
     "duckdb": "duckdb",
@@ -92,13 +96,16 @@ class Backend:
     _secret_loaded: bool = False
     #: :func:`sqlanon.sql.secrets.fingerprint` of the pads loaded (reloaded when the keys change).
     _secret_of: str = field(default="", repr=False)
-    #: PostgreSQL: the user's search path, read before sqlanon fixed its own (see :class:`SearchPath`).
+    #: PostgreSQL: the user's search path, read before sqlanon fixed its own
+    #: (:class:`sqlanon.engines.postgres.SearchPath`).
     search_path: SearchPath | None = None
     #: Temporary tables built only when a statement first names them (name -> the statement that
     #: builds it): the coded table where the walk codes it locally (sqlanon/lattice/localdb.py).
     deferred: dict[str, Callable[[], object]] = field(default_factory=dict)
-    #: Called when the session closes (a local DuckDB holding a copy of personal aggregates).
-    on_close: list[Callable[[], object]] = field(default_factory=list, repr=False)
+    #: The local walk's staged in-memory DuckDB (:func:`sqlanon.lattice.localdb.stage_coded`): the
+    #: coded table's name and the DuckDB's Backend, a copy of personal aggregates. One per session,
+    #: taken by the walk (``take_staged``), else closed by :meth:`close`.
+    staged: tuple[str, Backend] | None = field(default=None, repr=False)
 
     # -- statements -------------------------------------------------------------------------
     def _run(self, sql: str) -> Any:
@@ -129,34 +136,21 @@ class Backend:
 
     def load_secrets(self) -> None:
         """Load the secret relation (:mod:`sqlanon.sql.secrets`) before the first statement that
-        reads it, without writing a secret into any statement's text: a bound parameter on DuckDB
-        (in-process, nothing logged), ``COPY ... FROM STDIN`` on PostgreSQL (the server logs and
-        ``pg_stat_statements`` see only the COPY statement, never the rows it carries)."""
+        reads it, through the engine's bulk path (:meth:`load`), which never writes a row into a
+        statement's text: a bound parameter on DuckDB (in-process, nothing logged), ``COPY ...
+        FROM STDIN`` on PostgreSQL (the server logs and ``pg_stat_statements`` see only the COPY
+        statement, never the rows it carries), rows built in the JVM on Spark. Replaced, not
+        appended to: a rollback may have taken the one loaded earlier, and the relation is
+        qualified by the temporary schema, so only this session's own can be dropped."""
         if self.inline:
             raise SqlanonError(
                 "perturb / action hash: this connection may not create a temporary table, which holds the "
                 "secret key for the statements that need it (a read-only transaction or no TEMP privilege)"
             )
-        rel = secrets.relation(self.dialect).sql(self.dialect)
-        cols = ", ".join(f'"{c}" VARCHAR' for c in secrets.COLUMNS.values())
-        # Qualified by the temporary schema: only this session's own relation can be dropped (a
-        # rollback may have taken the one it loaded earlier with it).
-        statements = [f"DROP TABLE IF EXISTS {rel}", f"CREATE TEMP TABLE {rel} ({cols})"]
+        cols = [(c, "VARCHAR") for c in secrets.COLUMNS.values()]
         try:
             row = secrets.secret_row()
-            for sql in statements:
-                self.log.append(sql)
-                self._conn.exec_driver_sql(sql)
-            raw = self._conn.connection.driver_connection
-            if self.dialect == "postgres":
-                copy = f"COPY {rel} FROM STDIN"
-                self.log.append(copy)
-                with raw.cursor() as cur, cur.copy(copy) as cp:
-                    cp.write_row(row.values)
-            else:
-                insert = f"INSERT INTO {rel} VALUES (?, ?, ?, ?)"
-                self.log.append(insert)
-                raw.execute(insert, list(row.values))
+            self.load(secrets.relation(self.dialect), cols, [row.values], replace=True)
         except Exception as e:  # noqa: BLE001 - never the driver's text: a COPY error quotes its row
             interrupt.check()
             raise SqlanonError(
@@ -165,6 +159,39 @@ class Backend:
             ) from None
         self._secret_loaded = True
         self._secret_of = secrets.fingerprint(row)
+
+    def opened(self, path: str | None) -> None:
+        """Set the session up once connected (``path``: the search path the user's connection
+        options set, PostgreSQL's); nothing here. Overridden by :mod:`sqlanon.engines.postgres`."""
+
+    # -- the bulk path: one per engine ------------------------------------------------------------
+    def load(
+        self,
+        target: exp.Table,
+        columns: Sequence[LoadColumn],
+        rows: Any,
+        *,
+        replace: bool = False,
+        temporary: bool = True,
+    ) -> int:
+        """Load ``rows`` (an Arrow table or record-batch reader, or Python rows) into a new
+        session-temporary relation ``target`` over the engine's bulk path, never as statement
+        text. ``columns``: :data:`~sqlanon.engines.bulk.LoadColumn` (name and type, None where
+        Arrow carries it); ``replace``: an existing one is replaced; ``temporary=False``: an
+        ordinary table (the local walk's DuckDB, itself in memory). The rows loaded. The caller
+        registers the relation among its temporary tables where it should be dropped with them.
+        Overridden by each engine (:mod:`sqlanon.engines.duckdb`, :mod:`sqlanon.engines.postgres`,
+        :mod:`sqlanon.engines.spark`)."""
+        raise SqlanonError(f"cannot load rows into {self.dialect}")
+
+    @contextlib.contextmanager
+    def read_arrow(self, sql: str, columns: Sequence[tuple[str, str]]) -> Iterator[Any]:
+        """The rows of the SELECT ``sql`` as an Arrow record-batch reader over the engine's bulk
+        path (streamed where the driver streams); ``columns``: name and Arrow integer type
+        (``int32``, ``int64``), else the engine's type name (read as text where the path has no
+        types). Overridden by each engine."""
+        raise SqlanonError(f"search.where: local: cannot copy from {self.dialect}; search in the database")
+        yield  # pragma: no cover
 
     def query(self, name: str, /, **context: object) -> list[tuple]:
         """Run a SELECT template and return its rows (aggregates only, never the source rows)."""
@@ -299,11 +326,17 @@ class Backend:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def close_staged(self) -> None:
+        """Close the staged local DuckDB no walk took (its memory, a copy of personal aggregates,
+        is freed with it)."""
+        staged, self.staged = self.staged, None
+        if staged is not None:
+            with contextlib.suppress(Exception):
+                staged[1].close()
+
     def close(self) -> None:
         try:
-            while self.on_close:
-                with contextlib.suppress(Exception):
-                    self.on_close.pop()()
+            self.close_staged()
             self.drop_temps()
         finally:
             with interrupt.deferred():
@@ -368,78 +401,12 @@ def _duckdb_path(url: str) -> str | None:
     return db
 
 
+#: The Backend class of each SQLAlchemy engine's dialect, which overrides its bulk path
+#: (:mod:`sqlanon.engines.duckdb` and :mod:`sqlanon.engines.postgres` register themselves here).
+BACKENDS: dict[str, type[Backend]] = {}
 #: Engines that are not SQLAlchemy dialects: (does this URL name it?, open it). Spark registers
 #: itself here (:mod:`sqlanon.engines.spark`, imported by the package).
 OTHER_ENGINES: list[tuple[Callable[[str], bool], Callable[[str], Backend]]] = []
-
-
-#: Unqualified names sqlanon gives its own relations (session-temporary tables, the secret
-#: relation, staging names): they are never a user's, and stay unqualified (``pg_temp`` is on
-#: sqlanon's path; staging names are qualified by the publisher itself).
-_OWN_NAME = re.compile(r"^sqlanon_", re.IGNORECASE)
-
-
-@dataclass
-class SearchPath:
-    """A PostgreSQL session's search path as the user had it, kept after sqlanon fixed its own.
-
-    Issue 32: an operator that a reader defined in a schema on the DBA's path ran as the DBA during
-    a publish and stayed bound into the view. So every session runs with ``pg_catalog, pg_temp``
-    from its startup packet on (:mod:`sqlanon.engines.pgstart`), and each relation a statement
-    names without a schema is qualified first, resolved as PostgreSQL resolved it along the
-    user's path (this session's temporary schema first); a name found nowhere goes where an
-    unqualified CREATE would have put it, the user's current schema."""
-
-    schemas: tuple[str, ...]
-    home: str | None
-    _resolved: dict[str, str | None] = field(default_factory=dict)
-
-    @classmethod
-    def fix(cls, be: Backend, given: str | None = None) -> SearchPath:
-        """The session already runs on sqlanon's path (``pgstart.PG_START``); ``given`` is the
-        path the user's own connection options set, else the defaults PostgreSQL would have
-        applied are read (``pgstart.configured_path``). Setting it only for one fully qualified,
-        argument-free catalogue call lets the server expand it (``$user``, missing schemas,
-        schemas without USAGE) exactly as it would have."""
-        value = given if given is not None else configured_path(be)
-        be.query("catalog/set_path", path=value)
-        schemas, home = be.query("catalog/user_path")[0]
-        be.query("catalog/fix_search_path")
-        return cls(tuple(str(s) for s in (schemas or [])), str(home) if home is not None else None)
-
-    def schema_of(self, be: Backend, name: str) -> str | None:
-        """The schema an unqualified ``name`` meant on the user's path (None: this session's
-        temporary schema, which sqlanon's path still searches first)."""
-        if name not in self._resolved:
-            rows = be.query("catalog/resolve", name=name)
-            if any(int(mine) for _s, mine in rows):
-                return None  # not cached: a temporary relation may be dropped again
-            where = {str(s) for s, _m in rows}
-            hit = next((s for s in self.schemas if s in where), None)
-            self._resolved[name] = hit or self.home
-        return self._resolved[name]
-
-    def qualify(self, be: Backend, context: dict[str, object]) -> dict[str, object]:
-        """``context`` with every unqualified user relation (at its top level, or one dict down:
-        the perturbation's context) schema-qualified."""
-
-        def fix(v: object) -> object:
-            if isinstance(v, Relation) and v.schema is None and not _OWN_NAME.match(v.name):
-                schema = self.schema_of(be, v.name)
-                return Relation(v.name, schema) if schema else v
-            return v
-
-        out = dict(context)
-        name = context.get("name")  # a catalogue query's relation, as name and schema (catalog/columns)
-        if "schema" in context and context["schema"] is None and isinstance(name, str):
-            if not _OWN_NAME.match(name):
-                out["schema"] = self.schema_of(be, name)
-        for k, v in context.items():
-            if isinstance(v, dict) and any(isinstance(x, Relation) for x in v.values()):
-                out[k] = {kk: fix(vv) for kk, vv in v.items()}
-            elif isinstance(v, Relation):
-                out[k] = fix(v)
-        return out
 
 
 def connect(url: str | None = None, *, create: bool = False) -> Backend:
@@ -480,12 +447,8 @@ def connect(url: str | None = None, *, create: bool = False) -> Backend:
     except Exception as e:  # noqa: BLE001
         interrupt.check()
         raise SqlanonError(f"--db: cannot connect to {shown!r}: {redact(_first_line(e))}") from None
-    be = Backend(dialect=dialect, url=shown, _conn=conn, _engine=engine)
-    if dialect == "postgres":
-        be.search_path = SearchPath.fix(be, pg.path if pg else None)
-        ro, temp = be.query("catalog/can_create_temp")[0]
-        be.inline = bool(int(ro)) or not bool(int(temp))
-        be.commit()
+    be = BACKENDS.get(dialect, Backend)(dialect=dialect, url=shown, _conn=conn, _engine=engine)
+    be.opened(pg.path if pg else None)
     return be
 
 

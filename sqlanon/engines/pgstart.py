@@ -3,7 +3,7 @@
 Every sqlanon session on PostgreSQL runs on ``pg_catalog, pg_temp`` from its very first
 statement, given to the server in the connection's startup packet; the user's own path is then
 worked out from the same sources PostgreSQL reads at login, and used only to resolve the policy's
-unqualified names (:class:`sqlanon.engines.base.SearchPath`).
+unqualified names (:class:`sqlanon.engines.postgres.SearchPath`).
 """
 
 from __future__ import annotations

@@ -31,13 +31,16 @@ import contextlib
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from sqlglot import exp
+
 from sqlanon import interrupt
 from sqlanon.engines.base import Backend, Column, redact
+from sqlanon.engines.bulk import LoadColumn, spark_frame
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql import secrets
@@ -141,33 +144,32 @@ class SparkBackend(Backend):
                 )
             )
 
-    def load_secrets(self) -> None:
-        """The secret relation as a temporary view of rows built in driver memory, never in a
-        statement's text. A classic session builds the row in the JVM through py4j: pyspark's
-        ``createDataFrame`` of local data pickles it into a temporary file first (unless Spark's
-        I/O encryption is on), which would put the pads on disk. Spark Connect sends it as Arrow
-        over its channel (its UI abbreviates the plan's bytes); neither shows the rows."""
-        from pyspark.sql.types import StringType, StructField, StructType
+    def load(
+        self,
+        target: exp.Table,
+        columns: Sequence[LoadColumn],
+        rows: Any,
+        *,
+        replace: bool = False,
+        temporary: bool = True,
+    ) -> int:
+        """A temporary view of rows built in driver memory, never in a statement's text
+        (:func:`sqlanon.engines.bulk.spark_frame`: Python rows built in the JVM, so that no secret
+        passes through pyspark's pickled temporary file)."""
+        frame, n = spark_frame(self._spark, columns, rows)
+        name = target.name  # Spark's temporary views have no schema
+        # Replace: an earlier command in the same session (a notebook's) may have left one.
+        (frame.createOrReplaceTempView if replace else frame.createTempView)(name)
+        self.log.append(f"-- temporary view {name} (rows loaded from the driver)")
+        return n
 
-        schema = StructType([StructField(c, StringType(), True) for c in secrets.COLUMNS.values()])
-        row = secrets.secret_row()
-        values = row.values
-        jsession = getattr(self._spark, "_jsparkSession", None)
-        if jsession is not None:
-            jvm = self._spark._jvm
-            cells = self._spark.sparkContext._gateway.new_array(jvm.java.lang.Object, len(values))
-            for i, v in enumerate(values):
-                cells[i] = v
-            rows = jvm.java.util.ArrayList()
-            rows.add(jvm.org.apache.spark.sql.RowFactory.create(cells))
-            jschema = jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
-            # Replace: an earlier command in the same session (a notebook's) may have left one.
-            jsession.createDataFrame(rows, jschema).createOrReplaceTempView(secrets.NAME)
-        else:
-            self._spark.createDataFrame([values], schema).createOrReplaceTempView(secrets.NAME)
-        self.log.append(f"-- temporary view {secrets.NAME} (the secret relation)")
-        self._secret_loaded = True
-        self._secret_of = secrets.fingerprint(row)
+    @contextlib.contextmanager
+    def read_arrow(self, sql: str, columns: Sequence[tuple[str, str]]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        self.log.append(sql)
+        table = self._spark.sql(sql).toArrow()
+        yield pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
 
     # -- catalogue ---------------------------------------------------------------------------
     def columns(self, rel: Relation) -> list[Column]:
@@ -390,6 +392,7 @@ class SparkBackend(Backend):
 
     def close(self) -> None:
         try:
+            self.close_staged()
             self.drop_temps()
         finally:
             if self._owns and self._spark is not None:

@@ -9,8 +9,9 @@ sensitive domains of t-closeness, entropy l and likeness read the frequency tabl
 per-record metrics) the frequency table's values. On PostgreSQL a statement costs ~10-50 ms and
 on Spark ~0.3-1 s whatever its size, so a walk of ~100 statements costs several scans there.
 
-:func:`local_plan` copies the coded table over the driver's bulk path (PostgreSQL ``COPY ... TO
-STDOUT``, CSV parsed by pyarrow in C; Spark ``DataFrame.toArrow``; DuckDB Arrow) into an embedded
+:func:`local_plan` copies the coded table over the driver's bulk path (``Backend.read_arrow``:
+PostgreSQL ``COPY ... TO STDOUT``, CSV parsed by pyarrow in C; Spark ``DataFrame.toArrow``; DuckDB
+Arrow; then the local DuckDB's ``Backend.load``) into an embedded
 DuckDB under the same name, and yields a :class:`~sqlanon.lattice.plan.Plan` whose backend is that
 DuckDB: the same templates walk the lattice there. The frequency table is copied only if a
 statement of the walk reads it (:class:`LocalBackend`). Publishing and verification then run in
@@ -19,7 +20,8 @@ the warehouse with the original plan.
 On PostgreSQL from :data:`~sqlanon.lattice.localdb.STAGE_MIN_ROWS` source records, ``prepare``
 does not build the coded table there at all: it copies the frequency table's values and codes them
 in the local DuckDB (:func:`~sqlanon.lattice.localdb.stage_coded`), which :func:`local_plan` then
-walks; the warehouse builds its own coded table only if one of its statements reads it.
+walks (the session's ``Backend.staged``, taken here); the warehouse builds its own coded table
+only if one of its statements reads it.
 
 The copied tables are personal data (aggregates of the source), so the local DuckDB is
 ``:memory:`` with ``temp_directory=''`` (DuckDB cannot offload a block to disk: past its
@@ -75,7 +77,7 @@ def local_plan(plan: Plan, *, lazy_coded: bool = False) -> Iterator[Plan]:
     ``lazy_coded``: the coded table too is copied only if a statement reads it (Mondrian works on
     the frequency table, :mod:`sqlanon.lattice.mondrian_local`)."""
     require_arrow()
-    staged = take_staged(plan.coded)
+    staged = take_staged(plan.be, plan.coded)
     if staged is not None:
         try:
             yield dataclasses.replace(plan, be=staged)

@@ -7,29 +7,25 @@ will be local on PostgreSQL (:func:`stage_coded`). The copied tables are persona
 offload a block to disk: past its ``memory_limit``, 80 % of RAM by default, a statement fails with
 DuckDB's out-of-memory error instead of spilling) and ``enable_external_access=false`` (no
 statement can read or write a file), nothing of it is printed or logged, and it is closed when the
-search ends (a staged one that no walk takes: when the warehouse's session object goes).
+search ends (a staged one that no walk takes: when the warehouse's session closes,
+``Backend.staged``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
 
 from sqlanon.engines import Backend, Column
+from sqlanon.engines.duckdb import DuckDBBackend
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import FrequencyTables
 from sqlanon.relation import Relation
 from sqlanon.search_where import LOCAL_MAX_ROWS
 from sqlanon.sql.compile import Sql, find_template, ident
-
-#: Arrow record batches read from a PostgreSQL COPY stream (bytes per CSV block).
-CSV_BLOCK = 1 << 22
 
 
 def require_arrow() -> Any:
@@ -45,7 +41,7 @@ def require_arrow() -> Any:
 
 
 @dataclasses.dataclass
-class LocalBackend(Backend):
+class LocalBackend(DuckDBBackend):
     """The in-memory DuckDB of a local walk. A warehouse table it has not copied yet (``pending``:
     name -> copy) is copied before the first statement whose text names it; the source's columns
     are answered from the warehouse's (``known``), for the metrics that read their types."""
@@ -109,8 +105,6 @@ STAGE_ENGINES = frozenset(EXACT_TYPES)
 #: the local DuckDB would cost a program that prepares a plan but never walks it (``evaluate``,
 #: ``--levels``) a copy of the frequency table for nothing.
 STAGE_MIN_ROWS = 100_000
-#: Local DuckDBs of :func:`stage_coded` by the coded table's name, until :func:`take_staged`.
-_STAGED: dict[str, tuple[LocalBackend, int]] = {}  # ... and the id of the warehouse's Backend
 
 
 def stage_coded(
@@ -121,12 +115,17 @@ def stage_coded(
     coding: dict[str, Any],
     aliases: list[Sql],
     flags: bool,
+    walk: bool = True,
 ) -> tuple[Relation, tuple] | None:
     """For :func:`sqlanon.lattice.plan.prepare` where the walk will be local on PostgreSQL or Spark:
     copy the base frequency table (its values) into the local DuckDB and build the coded table
     there with the same template (templates/search/coded.sql.j2), instead of building it in
     PostgreSQL and copying its codes; the coded table's relation and its summary row
-    (templates/search/cardinalities.sql.j2), else None (the warehouse codes as before).
+    (templates/search/cardinalities.sql.j2), else None (the warehouse codes as before). Only
+    where a walk follows (``walk``): ``evaluate`` and ``--levels`` read the coded table in the
+    warehouse, so a local copy would cost them the copy and the coding for nothing (~0.7 s of CPU
+    at 1e6 rows). The staged DuckDB is the session's (``Backend.staged``, one at a time: an
+    earlier plan that was never walked copies its own), closed with it.
 
     Why: at 1e6 rows (276,373 frequency rows, nine QIs) PostgreSQL spent 0.75 s of CPU on the
     coded table and 0.2 s writing its CSV, Python 0.6-0.7 s reading it; the values' copy costs
@@ -136,7 +135,8 @@ def stage_coded(
     did not count); its codes may number the labels differently, never group them differently.
     """
     if (
-        be.dialect not in STAGE_ENGINES
+        not walk
+        or be.dialect not in STAGE_ENGINES
         or n_rows < STAGE_MIN_ROWS
         or be.inline
         or policy.search.where == "database"
@@ -154,8 +154,7 @@ def stage_coded(
     if policy.search.where == "auto" and n_rows > LOCAL_MAX_ROWS:  # else no more frequency rows
         if int(be.query("search/row_count", rel=base.freq)[0][0]) > LOCAL_MAX_ROWS:
             return None  # location() will search in the database
-    for name in [n for n, (_, owner) in _STAGED.items() if owner == id(be)]:
-        _discard(name)  # one per session: an earlier plan that was never walked copies its own
+    be.close_staged()  # one per session: an earlier plan that was never walked copies its own
     local = open_local(be, src)
     coded = be.temp_relation("coded")
     try:
@@ -177,36 +176,23 @@ def stage_coded(
         be._temps.append(coded.name)
 
     be.deferred[coded.name] = build_in_warehouse
-    _STAGED[coded.name] = (local, id(be))
-    be.on_close.append(lambda: _discard(coded.name))  # prepared but never walked: closed with the session
-    weakref.finalize(be, _discard, coded.name)  # ... or when a session never closed is collected
+    be.staged = (coded.name, local)  # prepared but never walked: closed with the session
     return coded, tuple(summary)
-
-
-def _discard(name: str) -> None:
-    staged = _STAGED.pop(name, None)
-    if staged is not None:
-        staged[0].close()
 
 
 def copy_table(be: Backend, local: Backend, rel: Relation, cols: list[tuple[Sql, str]]) -> int:
     """Copy ``rel`` (its columns ``cols``: alias and type, an Arrow type name for the integers,
     else the warehouse's type name) from ``be`` into ``local`` under the same name; the rows
-    copied. The rows pass as Arrow record batches, never as Python objects."""
+    copied. The rows pass as Arrow record batches over each engine's bulk path
+    (``Backend.read_arrow``, then the local DuckDB's ``Backend.load``), never as Python objects."""
+    require_arrow()  # the bulk paths' Arrow: said in one line where it is missing
     names = [str(a).strip('"') for a, _ in cols]
     types = [t for _, t in cols]
-    select = ", ".join(_cast(n, t, be.dialect) for n, t in zip(names, types, strict=True))
-    raw = local._conn.connection.driver_connection
-    view = "sqlanon_local_arrow"
-    target = rel.table().sql("duckdb")
     sql = be._sql("search/rows", "select", {"rel": rel, "cols": [a for a, _ in cols]})
+    loaded = [(n, _cast(t, be.dialect)) for n, t in zip(names, types, strict=True)]
     try:
-        with _reader(be, sql, names, types) as reader:
-            raw.register(view, reader)
-            try:
-                raw.execute(f"CREATE TABLE {target} AS SELECT {select} FROM {view}")
-            finally:
-                raw.unregister(view)
+        with be.read_arrow(sql, list(zip(names, types, strict=True))) as reader:
+            moved = local.load(rel.table(), loaded, reader, temporary=False)
     except SqlanonError:
         raise
     except Exception as e:  # noqa: BLE001 - a driver or a cast error becomes one line
@@ -217,36 +203,21 @@ def copy_table(be: Backend, local: Backend, rel: Relation, cols: list[tuple[Sql,
             f"columns {kinds}); set search.where: database to walk in the warehouse"
         ) from None
     local._temps.append(rel.name)
-    return int(raw.execute(f"SELECT COUNT(*) FROM {target}").fetchall()[0][0])
+    return moved
 
 
-@contextlib.contextmanager
-def _reader(be: Backend, sql: str, names: list[str], types: list[str]) -> Iterator[Any]:
-    """The rows of ``sql`` as Arrow record batches, streamed where the driver streams."""
-    pa = require_arrow()
-    if be.dialect == "postgres":
-        with _postgres_reader(be, sql, names, types) as reader:
-            yield reader
-        return
-    be.log.append(sql)
-    if be.dialect == "spark":
-        table = be._spark.sql(sql).toArrow()  # type: ignore[attr-defined]
-    elif be.dialect == "duckdb":
-        table = be._conn.connection.driver_connection.sql(sql).to_arrow_table()
-    else:
-        raise SqlanonError(f"search.where: local: cannot copy from {be.dialect}; search in the database")
-    yield pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+def _cast(type_name: str, dialect: str) -> str | None:
+    """The type DuckDB should hold a column as: None (as it came) where Arrow carries the type
+    (Spark, DuckDB, the integers), else the warehouse's type in DuckDB's spelling (an
+    unconstrained PostgreSQL numeric as DOUBLE: DuckDB's DECIMAL would default to a scale of 3; a
+    type DuckDB lacks as text).
 
-
-def _cast(name: str, type_name: str, dialect: str) -> str:
-    """The column as DuckDB should hold it: as it came where Arrow carries the type (Spark,
-    DuckDB, the integers), else the warehouse's type in DuckDB's spelling (an unconstrained
-    PostgreSQL numeric as DOUBLE: DuckDB's DECIMAL would default to a scale of 3; a type DuckDB
-    lacks as text)."""
-    col = exp.to_identifier(name, quoted=True).sql("duckdb")
+    >>> _cast("int64", "postgres"), _cast("character varying", "postgres"), _cast("STRING", "spark")
+    (None, 'TEXT', None)
+    """
     if dialect != "postgres" or type_name in ("int32", "int64"):
-        return col
-    return f"CAST({col} AS {_duckdb_type(type_name)}) AS {col}"
+        return None
+    return _duckdb_type(type_name)
 
 
 def _duckdb_type(pg_type: str) -> str:
@@ -267,70 +238,12 @@ def _duckdb_type(pg_type: str) -> str:
     return dt.sql("duckdb")
 
 
-@contextlib.contextmanager
-def _postgres_reader(be: Backend, sql: str, names: list[str], types: list[str]) -> Iterator[Any]:
-    """A streaming Arrow reader over ``COPY (sql) TO STDOUT`` in CSV: pyarrow parses the bytes in
-    C as they arrive (the integers as Arrow integers, every other column as text, cast by DuckDB).
-    NULL is the empty unquoted field, an empty string the quoted one (PostgreSQL's CSV format)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    copy = f"COPY ({sql}) TO STDOUT (FORMAT csv)"
-    be.log.append(copy)
-    column_types = {
-        n: (getattr(pa, t)() if t in ("int32", "int64") else pa.string())
-        for n, t in zip(names, types, strict=True)
-    }
-    raw = be._conn.connection.driver_connection
-    with raw.cursor() as cursor, cursor.copy(copy) as cp:
-        yield pacsv.open_csv(
-            io.BufferedReader(_CopyStream(iter(cp))),
-            read_options=pacsv.ReadOptions(column_names=names, block_size=CSV_BLOCK),
-            convert_options=pacsv.ConvertOptions(
-                column_types=column_types,
-                null_values=[""],
-                strings_can_be_null=True,
-                quoted_strings_can_be_null=False,
-            ),
-        )
-
-
-class _CopyStream(io.RawIOBase):
-    """A readable file over psycopg's COPY chunks, for pyarrow's CSV reader.
-
-    PostgreSQL sends one COPY message per row, so psycopg yields one small chunk per row (276,373
-    at 1e6 rows): each :meth:`readinto` fills the caller's whole buffer from as many chunks as fit,
-    rather than one chunk a call (the frequency table's copy at 1e6 rows: 0.65-0.72 -> 0.46-0.47 s
-    of CPU, loaded 2-core machine)."""
-
-    def __init__(self, chunks: Iterator[Any]) -> None:
-        self._chunks, self._rest = chunks, b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        out = memoryview(b).cast("B")
-        want = len(out)
-        pos = min(want, len(self._rest))
-        out[:pos] = self._rest[:pos]
-        self._rest = self._rest[pos:]
-        while pos < want:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                break
-            n = len(chunk)
-            if pos + n > want:
-                cut = want - pos
-                out[pos:] = chunk[:cut]
-                self._rest = bytes(chunk[cut:])
-                return want
-            out[pos : pos + n] = chunk
-            pos += n
-        return pos
-
-
-def take_staged(coded: Relation) -> LocalBackend | None:
-    """The local DuckDB :func:`stage_coded` coded ``coded`` in, once (the caller closes it)."""
-    staged = _STAGED.pop(coded.name, None)
-    return None if staged is None else staged[0]
+def take_staged(be: Backend, coded: Relation) -> LocalBackend | None:
+    """The local DuckDB :func:`stage_coded` coded ``coded`` in for the session ``be``, once (the
+    caller closes it); None where this session staged another plan's, or none."""
+    if be.staged is None or be.staged[0] != coded.name:
+        return None
+    local = be.staged[1]
+    be.staged = None
+    assert isinstance(local, LocalBackend)
+    return local

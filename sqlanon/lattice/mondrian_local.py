@@ -13,9 +13,10 @@ A published table (``table``) finds each record's partition through a map of the
 table (:func:`~sqlanon.lattice.mondrian.mondrian_release`), which must then be in the warehouse.
 The warehouse numbers the frequency table's rows once (``templates/mondrian/values.sql.j2``, the
 table Mondrian itself numbers); the copy carries that number as ``wrid``, and the pairs (number,
-final partition), integers only, are sent back (PostgreSQL ``COPY ... FROM STDIN``, a Spark
-DataFrame of Arrow batches, a DuckDB Arrow scan) as a temporary table that stands for the working
-table: the map is then built in the warehouse exactly as after an in-database run.
+final partition), integers only, are sent back over the warehouse's bulk path (``Backend.load``:
+PostgreSQL ``COPY ... FROM STDIN``, a Spark DataFrame of Arrow batches, a DuckDB Arrow scan) as a
+temporary table that stands for the working table: the map is then built in the warehouse exactly
+as after an in-database run.
 
 Which rows cross: the frequency table, and the coded table only if a statement of the rounds reads
 it (the whole table's check before the first round does): personal data, held as the lattice
@@ -25,7 +26,6 @@ walk holds it (memory only, never printed, gone when the rounds end).
 from __future__ import annotations
 
 import dataclasses
-import io
 from typing import Any
 
 from sqlanon.engines import Backend
@@ -114,39 +114,12 @@ def _pairs(local: LocalBackend, res: MondrianResult) -> Any:
 
 
 def upload_pairs(be: Backend, pairs: Any) -> Relation:
-    """The pairs (``rid``, ``pid``: BIGINT) as a temporary table of the warehouse, dropped with the
-    session's others. The rows are integers (row and partition numbers), never a value."""
+    """The pairs (``rid``, ``pid``: BIGINT) as a temporary table of the warehouse, loaded over its
+    bulk path (``Backend.load``) and dropped with the session's others. The rows are integers (row
+    and partition numbers), never a value."""
     rel = be.temp_relation("mwork")
-    name = rel.table().sql(be.dialect)
     try:
-        if be.dialect == "spark":
-            spark = be._spark  # type: ignore[attr-defined]
-            be.log.append(f"-- temporary view {rel.name} (Mondrian's partitions, {pairs.num_rows} rows)")
-            spark.createDataFrame(pairs).createTempView(rel.name)
-        elif be.dialect == "postgres":
-            import pyarrow.csv as pacsv
-
-            create = f"CREATE TEMPORARY TABLE {name} (rid BIGINT, pid BIGINT)"
-            copy = f"COPY {name} FROM STDIN (FORMAT csv)"
-            be.log.extend([create, copy])
-            be._conn.exec_driver_sql(create)
-            buf = io.BytesIO()
-            pacsv.write_csv(pairs, buf, write_options=pacsv.WriteOptions(include_header=False))
-            raw = be._conn.connection.driver_connection
-            with raw.cursor() as cur, cur.copy(copy) as cp:
-                cp.write(buf.getvalue())
-        elif be.dialect == "duckdb":
-            raw = be._conn.connection.driver_connection
-            view = "sqlanon_mondrian_pairs"
-            raw.register(view, pairs)
-            try:
-                sql = f"CREATE TEMPORARY TABLE {name} AS SELECT rid, pid FROM {view}"
-                be.log.append(sql)
-                raw.execute(sql)
-            finally:
-                raw.unregister(view)
-        else:
-            raise SqlanonError(f"search.where: local: cannot return Mondrian's partitions to {be.dialect}")
+        be.load(rel.table(), [("rid", "BIGINT"), ("pid", "BIGINT")], pairs)
     except SqlanonError:
         raise
     except Exception as e:  # noqa: BLE001 - a driver error becomes one line

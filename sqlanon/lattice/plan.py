@@ -266,8 +266,9 @@ def code_name(key: tuple[int, int]) -> str:
 INT_CODES_BELOW = 2**31 - 1
 
 
-def prepare(be: Backend, policy: Policy) -> Plan:
-    """Check the columns and hierarchies, and build the base frequency table (one source scan)."""
+def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
+    """Check the columns and hierarchies, and build the base frequency table (one source scan).
+    ``walk=False``: no search follows (``evaluate``, ``--levels``), so nothing is staged locally."""
     cols = check_columns(be, policy)
     hierarchies = build_hierarchies(policy, cols)
     qi_names = [h.column for h in hierarchies]
@@ -318,7 +319,8 @@ def prepare(be: Backend, policy: Policy) -> Plan:
     keys = list(code_alias)
     coding = {"base": base.freq, "qis": qis, "sid_aliases": base.sid_aliases, "code_type": code_type}
     aliases = [code_alias[k] for k in keys]
-    staged = stage_coded(be, policy, base, n_rows, coding, aliases, bool(bits))  # coded in a local DuckDB
+    # coded in a local DuckDB where a walk follows on PostgreSQL (sqlanon/lattice/localdb.py)
+    staged = stage_coded(be, policy, base, n_rows, coding, aliases, bool(bits), walk)
     if staged is None:
         # the dictionaries' values in one scan on PostgreSQL (coded.sql.j2)
         coded = be.create_temp("coded", "search/coded", **coding, one_scan=be.dialect == "postgres")

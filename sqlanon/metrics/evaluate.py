@@ -42,7 +42,7 @@ def evaluate_node(be: Backend, policy: Policy, levels: Levels) -> dict[str, Any]
     perturbation: of the perturbed rows (the release's), and what perturbation did to them."""
     pert = materialise(be, policy)
     source, policy = policy.source, pert.policy
-    plan = prepare(be, policy)
+    plan = prepare(be, policy, walk=False)  # one node, evaluated in the warehouse: nothing staged
     node = parse_levels(levels, plan.qi_names, plan.heights)
     res = Evaluator(plan).evaluate([node])[node]
     vals = compute(plan, [node], None, {node: res})[node]
