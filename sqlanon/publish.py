@@ -143,11 +143,18 @@ def anonymise(
     out["excluded_columns"] = excluded
     if pert.measured is not None:
         out["perturbation"] = shown(pert.measured, res.bad_records)
-    sql = release_sql(
-        policy, plan.hierarchies, node, be.dialect, target or Relation("release"), kind, src_cols, pert.ctx
-    )
-    if dry_run:
-        out["sql"] = sql
+    if dry_run:  # what publishing runs, as `sqlanon compile` prints it (a definer on PostgreSQL)
+        out["sql"] = release_sql(
+            policy,
+            plan.hierarchies,
+            node,
+            be.dialect,
+            printed_target(policy, be, kind),
+            kind,
+            src_cols,
+            pert.ctx,
+            definer=True,
+        )
         out["published"] = None
         return out
     assert target is not None
@@ -453,11 +460,12 @@ def _anonymise_mondrian(
             plan.hierarchies,
             top,
             be.dialect,
-            target or Relation("release"),
+            printed_target(policy, be, kind),
             kind,
             src_cols,
             pert.ctx,
             ctx,
+            definer=True,
         )
     )
     if dry_run:
@@ -470,6 +478,16 @@ def _anonymise_mondrian(
     return out
 
 
+def printed_target(policy: Policy, be: Backend | None, kind: str, dialect: str | None = None) -> Relation:
+    """The relation printed SQL creates (``compile``, ``anonymise --dry-run``: one text): the
+    policy's target, else ``<source>_anon``; a PostgreSQL view's schema-qualified, as publishing
+    places it (the user's own schema), since its definer function and table are created beside it."""
+    target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
+    if (dialect or (be.dialect if be else None)) == "postgres" and kind == "view" and target.schema is None:
+        target = Relation(target.name, (home_schema(be) if be is not None else None) or "public")
+    return target
+
+
 def compile_release(
     policy: Policy, dialect: str, levels_text: Levels | None, be: Backend | None, kind: str | None = None
 ) -> str:
@@ -478,9 +496,7 @@ def compile_release(
     if policy.privacy.dp is not None:  # its sample and node are drawn when it is published
         raise SqlanonError("privacy.differential_privacy: SafePub's release is drawn by `sqlanon anonymise`")
     check_hash_release(policy, kind)
-    target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
-    if dialect == "postgres" and kind == "view" and target.schema is None:  # the definer's need one
-        target = Relation(target.name, (home_schema(be) if be is not None else None) or "public")
+    target = printed_target(policy, be, kind, dialect)
     if levels_text is not None and be is None:
         hierarchies = build_hierarchies(search_policy(policy, policy.source) if policy.perturbed else policy)
         names = [h.column for h in hierarchies]

@@ -6,16 +6,19 @@ import gc
 import json
 import math
 import os
-from collections.abc import Callable
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from sqlanon.cli import main
-from tests.conftest import IN_CI
+from tests.conftest import ADULT_COLUMNS, ADULT_DIR, IN_CI, SHARED, _make_db, read_adult
 
 if TYPE_CHECKING:
     from tests.conftest import TestDB
@@ -143,3 +146,108 @@ def dbt_build(runner: Any, db: TestDB, project: Path, root: Path) -> tuple[dict[
     if db.kind == "duckdb":
         release_duckdb()
     return results, res.success
+
+
+# --- the first Adult rows as main.adult, and the Mondrian policy over them -------------------------
+
+#: Mondrian's QIs on Adult: age numeric, marital-status ranked (no hierarchy), the others along ARX's
+#: hierarchies (../shared/data/adult/adult_hierarchy_*.csv).
+ADULT_HIER = ["sex", "race", "education"]
+ADULT_QIS = ["age", "marital-status", *ADULT_HIER]
+
+
+def adult_db(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, rows: int
+) -> Iterator[TestDB]:
+    """A database of the engine ``request.param`` holding the first ``rows`` Adult records as
+    main.adult (age INTEGER, the rest VARCHAR): a module fixture yields from it once per engine."""
+    for db in _make_db(request.param, request, tmp_path_factory.mktemp(str(request.param))):
+        data = [[r[c] for c in ADULT_COLUMNS] for r in read_adult()[:rows]]
+        types = ["INTEGER" if c == "age" else "VARCHAR" for c in ADULT_COLUMNS]
+        db.load("adult", ADULT_COLUMNS, data, types)
+        yield db
+
+
+def adult_mondrian_policy(privacy: dict, where: str, target: str, publish_as: str = "table") -> dict:
+    """Mondrian over ADULT_QIS of main.adult, occupation sensitive, searched ``where`` and published
+    as ``publish_as`` to main.``target``."""
+    cols: dict = {c: {"role": "quasi"} for c in ADULT_QIS}
+    for c in ADULT_HIER:
+        cols[c]["hierarchy"] = {"file": str(ADULT_DIR / f"adult_hierarchy_{c}.csv")}
+    cols["occupation"] = {"role": "sensitive"}
+    return {
+        "source": "main.adult",
+        "target": f"main.{target}",
+        "columns": cols,
+        "privacy": privacy,
+        "search": {"algorithm": "mondrian", "where": where},
+        "publish": {"as": publish_as},
+    }
+
+
+# --- ARX 3.9.2 as an oracle: small Java drivers compiled against its jars --------------------------
+
+
+def in_ci() -> bool:
+    """``CI=true``, read when asked (tests/conftest.py's IN_CI is read once, at import)."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def oracle_missing(msg: str) -> NoReturn:
+    """Skip a test whose oracle cannot run here; under ``CI=true`` fail it instead. CI installs Java
+    and clones beside ../shared (.ci/run), so an oracle missing there is a broken run, not a
+    checked one: the rule tests/conftest.py applies to an engine that cannot start."""
+    if in_ci():
+        pytest.fail(f"CI=true and {msg}", pytrace=False)
+    pytest.skip(msg)
+
+
+def arx_dir() -> Path:
+    """ARX's folder: ``$SQLANON_ARX_DIR`` (as benchmarks/arx.py reads it), else ../shared/peers/arx."""
+    return Path(os.environ.get("SQLANON_ARX_DIR") or SHARED / "peers" / "arx")
+
+
+def arx_jars() -> list[Path]:
+    """ARX's jars, where javac, java and ARX 3.9.2's jar are present; otherwise ``oracle_missing``."""
+    folder = arx_dir()
+    jars = sorted(folder.glob("*.jar"))
+    lacking = [t for t in ("javac", "java") if shutil.which(t) is None]
+    if not any(j.name.startswith("arx-") for j in jars):
+        lacking.append(f"ARX's jar (in {folder}; SQLANON_ARX_DIR sets it)")
+    if lacking:
+        oracle_missing(f"the ARX oracle cannot run: no {', '.join(lacking)}")
+    return jars
+
+
+@dataclass(frozen=True)
+class ArxDriver:
+    """A Java driver compiled against ARX's jars in ``folder`` (with the hierarchy files there)."""
+
+    folder: Path
+    name: str
+    classpath: str
+
+    def __call__(self, *args: str, timeout: int = 300) -> str:
+        """Run the driver; its standard output."""
+        return subprocess.run(
+            ["java", "-cp", f"{self.classpath}:{self.folder}", self.name, *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        ).stdout
+
+
+def arx_driver(folder: Path, name: str, source: str, hierarchies: dict[str, dict]) -> ArxDriver:
+    """Compile class ``name`` from ``source`` into ``folder`` and write each hierarchy there as
+    ``folder/<column>.csv`` (``value;level 1;*``, ARX's format): the driver, ready to run. Skips
+    (fails under CI=true) where Java or ARX is absent."""
+    cp = ":".join(str(j) for j in arx_jars())
+    (folder / f"{name}.java").write_text(source, encoding="utf-8")
+    subprocess.run(
+        ["javac", "-cp", cp, "-d", str(folder), str(folder / f"{name}.java")], check=True, timeout=120
+    )
+    for col, level1 in hierarchies.items():
+        text = "".join(f"{v};{g};*\n" for v, g in level1.items())
+        (folder / f"{col}.csv").write_text(text, encoding="utf-8")
+    return ArxDriver(folder, name, cp)

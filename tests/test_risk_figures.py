@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import shutil
 import subprocess
 from collections import Counter
 from typing import Any
@@ -30,9 +29,8 @@ from sqlanon import api
 from sqlanon.errors import PolicyError, SqlanonError
 from sqlanon.policy import parse_policy
 from tests.conftest import ADULT_COLUMNS, ROOT, TestDB, read_adult
-from tests.helpers import once
+from tests.helpers import arx_jars, once
 
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 QIS = ["sex", "race", "marital-status"]
 L_QIS = ["sex", "race"]  # l: ten classes of 1 to 1,000+ records, none with a single value
 SENS = "education"
@@ -237,14 +235,13 @@ def arx(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def _arx(
     adult_rows: list[dict[str, Any]], l_values: list[float], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    if shutil.which("javac") is None or not (ARX_DIR / "arx-3.9.2-aacd487fb.jar").exists():
-        pytest.skip("ARX oracle needs javac and ../shared/peers/arx")
+    arx_cp = ":".join(str(j) for j in arx_jars())
     tmp = tmp_path_factory.mktemp("arxrisk")
     (tmp / "ArxRisk.java").write_text(DRIVER, encoding="utf-8")
     csv_path = tmp / "adult.csv"
     lines = [",".join(ADULT_COLUMNS)] + [",".join(str(r[c]) for c in ADULT_COLUMNS) for r in adult_rows]
     csv_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cp = f"{ARX_DIR}/*:{ROOT / 'fixtures' / 'arx'}/*"
+    cp = f"{arx_cp}:{ROOT / 'fixtures' / 'arx'}/*"
     subprocess.run(["javac", "-cp", cp, "-d", str(tmp), str(tmp / "ArxRisk.java")], check=True, timeout=60)
     ls = ",".join(repr(v) for v in l_values)
     triples = ",".join(":".join(map(repr, t)) for t in TRIPLES)

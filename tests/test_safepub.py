@@ -14,7 +14,6 @@ import hashlib
 import hmac
 import json
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -32,10 +31,9 @@ from sqlanon.metrics.safepub_search import search
 from sqlanon.policy import load_policy
 from sqlanon.safepub import DPRequirement, parse_dp, safepub_k, sampling_probability
 from sqlanon.transform.safepub import materialise_sample
-from tests.conftest import ENGINES, ROOT, TEST_PERTURB_KEY, TestDB
-from tests.helpers import cli, once
+from tests.conftest import ENGINES, TEST_PERTURB_KEY, TestDB
+from tests.helpers import arx_jars, cli, once
 
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 #: (epsilon, search budget, delta): ARX's default budget 0.1 and others, epsilon from 0.05 to 2.
 GRID = [
     (eps, search, delta)
@@ -104,10 +102,7 @@ public class SafePubDriver {
 
 def _java_classpath(tmp_path: Path, name: str, source: str) -> str:
     """Compile ``source`` against the ARX jars; the classpath to run it (skips where Java or ARX lack)."""
-    javac = shutil.which("javac")
-    jars = list(ARX_DIR.glob("*.jar"))
-    if not javac or not shutil.which("java") or not any(j.name.startswith("arx-") for j in jars):
-        pytest.skip("Java or ARX (../shared/peers/arx) unavailable")
+    jars, javac = arx_jars(), "javac"
     cp = ":".join(str(j) for j in jars)
     src = tmp_path / f"{name}.java"
     src.write_text(source, encoding="utf-8")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 from collections import Counter
 from typing import Any
@@ -29,9 +28,8 @@ from sqlanon.errors import PolicyError
 from sqlanon.policy import parse_policy
 from sqlanon.uniqueness import ESTIMATORS, dankar, digamma, trigamma
 from tests.conftest import ADULT_COLUMNS, ROOT, TestDB, read_adult
-from tests.helpers import once
+from tests.helpers import arx_jars, once
 
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 QIS = ["age", "sex", "race", "marital-status"]
 POPULATIONS = [3500, 10000, 30000, 1_000_000]
 REL = 1e-6
@@ -262,14 +260,13 @@ def _arx_figures(
     """ARX's figures per population size. The solver ARX's Pitman and SNB models use
     (de.linearbits newtonraphson 0.0.1, Apache-2.0) is not in ../shared/peers/arx: the test adds
     the copy in fixtures/arx (the jar ARX's own lib/ant ships)."""
-    if shutil.which("javac") is None or not (ARX_DIR / "arx-3.9.2-aacd487fb.jar").exists():
-        pytest.skip("ARX oracle needs javac and ../shared/peers/arx")
+    arx_cp = ":".join(str(j) for j in arx_jars())
     tmp = tmp_path_factory.mktemp("arx")
     (tmp / "ArxUniq.java").write_text(DRIVER, encoding="utf-8")
     csv_path = tmp / "adult.csv"
     lines = [",".join(ADULT_COLUMNS)] + [",".join(str(r[c]) for c in ADULT_COLUMNS) for r in adult_rows]
     csv_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cp = f"{ARX_DIR}/*:{ROOT / 'fixtures' / 'arx'}/*"
+    cp = f"{arx_cp}:{ROOT / 'fixtures' / 'arx'}/*"
     subprocess.run(["javac", "-cp", cp, "-d", str(tmp), str(tmp / "ArxUniq.java")], check=True, timeout=60)
     out = subprocess.run(
         ["java", "-cp", f"{tmp}:{cp}", "ArxUniq", str(csv_path), ",".join(map(str, POPULATIONS)), *QIS],

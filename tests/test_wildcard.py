@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,8 @@ import pytest
 from sqlanon import api
 from sqlanon.measure import wildcard
 from tests.conftest import ROOT, TestDB
-from tests.helpers import once
+from tests.helpers import arx_jars, once
 
-ARX_DIR = ROOT.parent / "shared" / "peers" / "arx"
 RISK = 0.2  # records_at_risk's risk: ARX's size threshold 5
 REL = 1e-12
 S = "*"
@@ -199,8 +197,7 @@ def arx(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, float]]:
 
 
 def _arx(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, float]]:
-    if shutil.which("javac") is None or not (ARX_DIR / "arx-3.9.2-aacd487fb.jar").exists():
-        pytest.skip("ARX oracle needs javac and ../shared/peers/arx")
+    arx_cp = ":".join(str(j) for j in arx_jars())
     tmp: Path = tmp_path_factory.mktemp("arxwild")
     (tmp / "ArxWildcard.java").write_text(DRIVER, encoding="utf-8")
     files = []
@@ -208,7 +205,7 @@ def _arx(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, float]]:
         p = tmp / f"t{i}.csv"
         p.write_text("\n".join(",".join(r) for r in [cols, *rows]) + "\n", encoding="utf-8")
         files.append(str(p))
-    cp = f"{ARX_DIR}/*:{ROOT / 'fixtures' / 'arx'}/*"  # newtonraphson: RiskEstimateBuilder needs it
+    cp = f"{arx_cp}:{ROOT / 'fixtures' / 'arx'}/*"  # newtonraphson: RiskEstimateBuilder needs it
     subprocess.run(
         ["javac", "-cp", cp, "-d", str(tmp), str(tmp / "ArxWildcard.java")], check=True, timeout=60
     )

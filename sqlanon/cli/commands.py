@@ -186,7 +186,7 @@ def _metric_help() -> str:
 @main.command()
 @click.argument("policy", type=click.Path(dir_okay=False))
 @click.option("--db", "db", default=None, help=DB_HELP)
-@click.option("--dry-run", is_flag=True, help="Search and print the SQL; create nothing.")
+@click.option("--dry-run", is_flag=True, help="Search; print the SQL publish runs (as compile); no writes.")
 @click.option("--replace", is_flag=True, help="Replace an existing target relation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
 @click.option("--metric", default=None, help=_metric_help())
