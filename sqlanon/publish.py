@@ -377,14 +377,9 @@ def verify(plan: Plan, rel: Relation, node: Node | None, ctx: dict[str, Any] | N
     it would run its window over every row first (issue 17: publishing near one scan)."""
     local = local_measure(plan, rel)  # the checks in a local DuckDB once the warehouse has grouped
     if node is None:  # a Mondrian release: no node to generalise the population to
+        be, pol = plan.be, plan.policy
         result, bad, missing = release_check(
-            plan.be,
-            plan.policy,
-            rel,
-            reference=plan.base,
-            n_rows=plan.n_rows,
-            population_exprs=None,
-            local=local,
+            be, pol, rel, reference=plan.base, n_rows=plan.n_rows, population_exprs=None, local=local
         )
     else:
         result, bad, missing = check_node_release(plan, rel, node, ctx, local)
@@ -398,10 +393,8 @@ def verify(plan: Plan, rel: Relation, node: Node | None, ctx: dict[str, Any] | N
             f"publish: the new relation does not satisfy the policy ({why}); nothing published"
         )
     result["suppressed_records"] = missing
-    result["verified_in"] = {
-        "location": "database" if local is None else "local",
-        "rows_transferred": 0 if local is None else local.moved,
-    }
+    moved = 0 if local is None else local.moved
+    result["verified_in"] = {"location": "local" if local else "database", "rows_transferred": moved}
     return result
 
 
