@@ -10,7 +10,8 @@ sides still give exactly the verdicts stated there, each with its reason.
 ARX's matcher needs Apache commons-validator (Debian's ``libcommons-validator-java``, installed by
 .ci/run); where Java, ../shared, the validator jar or the ``hipaa`` extra is absent the test is
 skipped, under CI=true it fails (tests/helpers.py ``oracle_missing``). The table's values are
-ARX's kinds by the rule's letter: names and cities common enough to be in both ARX's lists and sqlanon's, numbers made up.
+ARX's kinds by the rule's letter: names and cities common enough to be in both ARX's lists and
+sqlanon's, numbers made up.
 """
 
 from __future__ import annotations
