@@ -9,8 +9,9 @@ the errors), so that the policy can validate the key while the walk itself lives
   aggregate leaving it); on PostgreSQL and Spark that is about a hundred statements;
 - ``local``: the warehouse builds the frequency table and the coded table (one scan of the
   source), the coded table (and, if the walk reads it, the frequency table) crosses into an
-  in-memory DuckDB over the driver's bulk path, the lattice is walked there, and publishing and
-  re-verification run in the warehouse as always;
+  in-memory DuckDB over the driver's bulk path, the lattice is walked there, and publishing runs
+  in the warehouse; re-verification groups the release there and checks it locally
+  (:mod:`sqlanon.lattice.local_measure`);
 - ``auto`` (the default): ``local`` on PostgreSQL and Spark when the coded table has at most
   :data:`LOCAL_MAX_ROWS` rows and pyarrow is installed, else ``database``. DuckDB is already
   in-process: ``auto`` never copies from it.
