@@ -57,7 +57,7 @@ def cli_json(*args: str) -> dict[str, Any]:
 
 #: Keys that differ by engine by design: the SQL dialect, what each engine cannot hide, and where
 #: the lattice was walked (locally on PostgreSQL and Spark, in-process on DuckDB).
-ENGINE_SPECIFIC = ("dialect", "notes", "search_location", "rows_transferred")
+ENGINE_SPECIFIC = ("dialect", "notes", "search_location", "rows_transferred", "verified_in")
 
 
 def same(a: Any, b: Any, path: str = "") -> None:

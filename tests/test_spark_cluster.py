@@ -161,7 +161,7 @@ def _published(work: Path) -> list[tuple]:
 
 #: Keys that differ by design: the relations' names, and where the search ran and how many rows
 #: crossed (the embedded walk on a warehouse, in the database on DuckDB).
-OWN = ("source", "search_location", "rows_transferred")
+OWN = ("source", "search_location", "rows_transferred", "verified_in")
 
 
 def _core(out: dict[str, Any]) -> dict[str, Any]:
