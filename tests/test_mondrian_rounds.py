@@ -163,3 +163,72 @@ def test_adult_cut_trees_unchanged(name: str, tmp_path: Path) -> None:
     with session(f"duckdb:///{path}") as be:
         res = mondrian(prepare(be, parse_policy(doc)))
     assert (res.partitions, res.rounds, _tree_hash(res.cuts)) == ADULT_TREES[name]
+
+
+def test_adult_cut_tree_unchanged_on_the_level_by_level_path(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A hierarchy whose labels do not nest keeps the level-by-level lowest common label
+    (round.sql.j2's lv_j, ls_j, m_j): forced here for every QI on Adult, the same cut tree as the
+    ranges path that nesting hierarchies take (test_adult_cut_trees_unchanged)."""
+    from sqlanon.engines.base import Backend
+
+    real = Backend.query
+
+    def all_tangled(self, name, /, **ctx):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if name == "mondrian/nests":
+            return [(j,) for j in range(16)]
+        return real(self, name, **ctx)
+
+    monkeypatch.setattr(Backend, "query", all_tangled)
+    test_adult_cut_trees_unchanged("hier9", tmp_path)
+
+
+def _hier_doc(mapping: dict) -> dict:
+    return {
+        "source": "main.t",
+        "columns": {
+            "id": "insensitive",
+            "z": {"role": "quasi", "hierarchy": {"map": mapping}},
+            "s": "sensitive",
+        },
+        "privacy": {"k": 2},
+        "search": {"algorithm": "mondrian"},
+    }
+
+
+def test_hierarchy_ranks_run_label_by_label(db) -> None:  # noqa: ANN001
+    """Issue 33, task M3: a QI cut along its hierarchy is ranked in the hierarchy's order, so each
+    label's values are consecutive ranks and a partition's lowest common label follows from its
+    lowest and highest rank. In value order (the ranks before) label A = {x, z} was not a run: x 1,
+    y 2, z 3. The partitions are the definition's: z's width is 1 at '*'; its children A = {x, z}
+    (4 records) and B = {y} (2); A's children x | z have 2 each: {x}, {y}, {z}."""
+    from sqlanon.engines import session
+    from sqlanon.lattice import prepare
+    from sqlanon.lattice.mondrian import mondrian
+    from sqlanon.policy import parse_policy
+
+    rows = [[i, z, "s"] for i, z in enumerate("xxyyzz")]
+    db.load("t", ["id", "z", "s"], rows, ["BIGINT", "VARCHAR", "VARCHAR"])
+    doc = _hier_doc({"x": ["A"], "y": ["B"], "z": ["A"]})
+    with session(db.url) as be:
+        plan = prepare(be, parse_policy(doc))
+        res = mondrian(plan)
+        work, vals = (r.table().sql(be.dialect) for r in (res.work, res.values))
+        q = plan.base.q_aliases[0]
+        sql = f"SELECT b.{q}, MIN(w.v_0) FROM {work} AS w JOIN {vals} AS b ON b.rid = w.rid GROUP BY b.{q}"
+        ranks = {str(z): int(v) for z, v in be._run(sql).fetchall()}
+    assert ranks == {"x": 1, "z": 2, "y": 3}
+    assert res.partitions == 3
+    assert res.cuts[0].labels == ["A", "B"] and res.cuts[1].labels == ["x", "z"]
+
+
+def test_labels_that_do_not_nest_are_found(db) -> None:  # noqa: ANN001
+    """nests.sql.j2 names the QIs whose labels do not nest (a label with two labels above it), which
+    keep the level-by-level path: here dim 1's level-1 label 1 sits under both 1 and 2 at level 2."""
+    from sqlanon.engines import session
+    from sqlanon.relation import Relation
+
+    levels = [[0, 1, 0, 1], [0, 2, 0, 2], [0, 1, 1, 1], [0, 2, 1, 1]]  # dim 0 nests
+    levels += [[1, 1, 0, 1], [1, 2, 0, 2], [1, 1, 1, 1], [1, 2, 1, 1], [1, 1, 2, 1], [1, 2, 2, 2]]
+    db.load("lv", ["dim", "v", "lvl", "code"], levels, ["BIGINT"] * 4)
+    with session(db.url) as be:
+        assert be.query("mondrian/nests", levels=Relation("lv", "main")) == [(1,)]

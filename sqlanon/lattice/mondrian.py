@@ -12,7 +12,9 @@ A round is four statements (the cuts, one row per child with its id; reading the
 done rows aside; splitting the rest), each compiled once for all rounds: the relations and the
 next id are holes (:class:`~sqlanon.sql.shapes.Hole`). Each quasi-identifier's values are grouped
 once per round (GROUP BY partition, value); a hierarchy's levels come from a small table of each
-value's labels (``levels.sql.j2``), whose text also labels the children of a cut along it.
+value's labels (``levels.sql.j2``), whose text also labels the children of a cut along it. Where
+a hierarchy's labels nest, its values are ranked label by label, so a partition's lowest common
+label follows from its lowest and highest rank (``ranges.sql.j2``).
 
 Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its
 values and its width is (max - min) / (the table's max - min). Any other QI with a hierarchy is cut
@@ -218,6 +220,12 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
     hier = any(d.levels for d in dims)
     levels = be.create_temp("mlevels", "mondrian/levels", vals=vals, dims=ctx_dims) if hier else None
     covers = be.create_temp("mcovers", "mondrian/covers", levels=levels) if hier else None
+    # Where a hierarchy's labels nest (checked on the table's values), its ranks run label by label
+    # (init.sql.j2): a partition's lowest common label comes from its lowest and highest rank.
+    tangled = {int(r[0]) for r in be.query("mondrian/nests", levels=levels)} if hier else set()
+    ctx_dims = [{**c, "nested": bool(c["codes"]) and c["j"] not in tangled} for c in ctx_dims]
+    nested = any(c["nested"] for c in ctx_dims)
+    ranges = be.create_temp("mranges", "mondrian/ranges", levels=levels, dims=ctx_dims) if nested else None
     # The labels' text by (dim, level, code): the children of a cut along a hierarchy, for the
     # release's CASE tree (a few hundred rows).
     labels = {
@@ -229,7 +237,7 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
         be.create_temp("mdict", "mondrian/dict", work=work, vals=vals, dims=ctx_dims) if ranked else None
     )
     cuts: dict[int, Cut] = {}
-    next_id, rounds, queries = 1, 0, 4 + 3 * hier + ranked
+    next_id, rounds, queries = 1, 0, 4 + 4 * hier + ranked + nested
     # work holds the live partitions' rows only; each round's done rows are set aside in parts
     # (templates/mondrian/done.sql.j2) and unioned at the end. full, the first working table, keeps
     # the table-wide sensitive domains.
@@ -245,6 +253,7 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
             full=Hole(full),
             covers=_hole(covers),
             levels=_hole(levels),
+            ranges=_hole(ranges),
             dict=_hole(dictionary),
             dims=ctx_dims,
             sid_aliases=sids,
@@ -307,7 +316,8 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
         if not (types[c.name].numeric if c.name in types else False)
     ]
     mu = [sid for _, sid in categorical]
-    row = be.query("mondrian/metrics", work=work, levels=levels, dims=ctx_dims, lab=lab, mu=mu)[0]
+    ctx = {"levels": levels, "ranges": ranges, "dims": ctx_dims, "lab": lab, "mu": mu}
+    row = be.query("mondrian/metrics", work=work, **ctx)[0]
     n_parts, n, smallest, dm = (int(x) for x in row[:4])
     ncp, h, ph, lb, lam = (float(x or 0.0) for x in row[4:9])
     sums: dict[str, Any] = {"n": n, "ncp": ncp, "h": h, "ph": ph, "lb": lb, "lam": lam}
