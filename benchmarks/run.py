@@ -244,6 +244,7 @@ def main_run(args: argparse.Namespace) -> dict[str, Any]:
                     "suppressions": args.supp_list,
                     "heap": args.heap,
                     "mondrian": args.mondrian,
+                    "assess": args.assess,
                 }
                 label = engine
                 if engine == "duckdb":
@@ -319,6 +320,7 @@ def run_spark(path: Path, n: int, args: argparse.Namespace, workdir: Path) -> di
         sys.executable, "-m", "benchmarks.spark", "--rows", str(n), "--duckdb", str(path), "--out", str(out),
         "--reps", str(args.reps), "--supp", ",".join(f"{s * 100:g}" for s in args.supp_list),
         "--mondrian" if args.mondrian else "--no-mondrian", "--warmup" if args.warmup else "--no-warmup",
+        "--assess" if args.assess else "--no-assess",
     ]  # fmt: skip
     t0 = time.perf_counter()
     try:
@@ -419,6 +421,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--mondrian", action=argparse.BooleanOptionalAction, default=True, help="time Mondrian (k = 5)"
+    )
+    p.add_argument(
+        "--assess", action=argparse.BooleanOptionalAction, default=True, help="time assess (k, l, t, risks)"
     )
     p.add_argument("--out", default=str(RESULTS), help="directory for the JSON results")
     p.add_argument("--workdir", default=None, help="where the DuckDB files go (default: a temp dir)")

@@ -58,6 +58,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--supp", default="0", help="suppression levels in percent, comma-separated")
     ap.add_argument("--mondrian", action=argparse.BooleanOptionalAction, default=False, help="time Mondrian")
+    ap.add_argument("--assess", action=argparse.BooleanOptionalAction, default=True, help="time assess")
     ap.add_argument(
         "--warmup", action=argparse.BooleanOptionalAction, default=True, help="one untimed run first"
     )
@@ -118,8 +119,9 @@ def main() -> None:
                 "rows": n,
                 "reps": args.reps,
                 "rep_budget": 1e9,
-                "suppressions": [float(x) / 100 for x in args.supp.split(",")],
+                "suppressions": [float(x) / 100 for x in args.supp.split(",") if x.strip()],
                 "mondrian": args.mondrian,
+                "assess": args.assess,
                 "warmup": args.warmup,
                 "heap": False,
                 "out": str(work / f"worker_{n}.json"),

@@ -323,8 +323,9 @@ def worker_main(spec_path: str) -> None:
             "satisfied": a["satisfied"],
         }
 
-    res["assess"] = repeat(prof, "assess", do_assess, reps, budget, warm)
-    save_partial()
+    if spec.get("assess", True):
+        res["assess"] = repeat(prof, "assess", do_assess, reps, budget, warm)
+        save_partial()
 
     # (c) + (d): the complete optimal search and the publishing of the view, as one anonymise call
     # whose phases are timed separately (see Profiler).
