@@ -95,7 +95,7 @@ def test_local_measurement_equals_the_warehouses(people: TestDB, name: str) -> N
         assert measured >= 3
 
 
-@pytest.mark.parametrize("where", ["auto", "database"])
+@pytest.mark.parametrize("where", ["auto", "database", "local"])
 def test_publish_says_where_it_verified(people: TestDB, tmp_path: Any, where: str) -> None:
     pol = {
         "source": "main.people",
@@ -105,7 +105,7 @@ def test_publish_says_where_it_verified(people: TestDB, tmp_path: Any, where: st
     }
     r = cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", people.url)
     verified = r["published"]["verified_in"]
-    if people.kind == "postgres" and where == "auto":
+    if where == "local" or (people.kind == "postgres" and where == "auto"):
         assert verified["location"] == "local" and verified["rows_transferred"] > 0
     else:
         assert verified == {"location": "database", "rows_transferred": 0}
