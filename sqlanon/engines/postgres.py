@@ -90,8 +90,13 @@ class PostgresBackend(Backend):
         column_types = {n: (getattr(pa, t)() if t in ("int32", "int64") else pa.string()) for n, t in columns}
         raw = self._conn.connection.driver_connection
         with raw.cursor() as cursor, cursor.copy(copy) as cp:
+            stream = io.BufferedReader(CopyStream(iter(cp)))
+            if not stream.peek(1):  # no rows: pyarrow's CSV reader refuses an empty file
+                schema = pa.schema([(n, column_types[n]) for n in names])
+                yield pa.RecordBatchReader.from_batches(schema, [])
+                return
             yield pacsv.open_csv(
-                io.BufferedReader(CopyStream(iter(cp))),
+                stream,
                 read_options=pacsv.ReadOptions(column_names=names, block_size=CSV_BLOCK),
                 convert_options=pacsv.ConvertOptions(
                     column_types=column_types,

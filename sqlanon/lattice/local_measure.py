@@ -14,8 +14,10 @@ use. The verdict and every figure are the same (tests/test_local_measure.py).
 Where: as the search (``search.where``, :mod:`sqlanon.search_where`). ``database`` keeps every
 statement in the warehouse; ``auto`` measures locally on PostgreSQL and Spark when the source's
 frequency table is at most :data:`~sqlanon.search_where.LOCAL_MAX_ROWS` rows and pyarrow is
-installed; a policy with a population table (its classes are counted against a warehouse table)
-and a read-only connection (its tables are CTEs) stay in the warehouse.
+installed; a policy with a population table (its classes are counted against a warehouse table),
+a read-only connection (its tables are CTEs) and a column DuckDB would compare otherwise than the
+warehouse (a case-insensitive collation or citext on PostgreSQL, a numeric DuckDB holds as a
+double: :func:`~sqlanon.lattice.localdb.compared_exactly`) stay in the warehouse.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from typing import Any
 
 from sqlanon.engines import Backend
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice.localdb import LocalBackend, copy_table, open_local, require_arrow
+from sqlanon.lattice.localdb import (
+    COMPARED_TYPES,
+    LocalBackend,
+    compared_exactly,
+    copy_table,
+    open_local,
+    require_arrow,
+)
 from sqlanon.measure.assessment import FrequencyTables
 from sqlanon.relation import Relation
 from sqlanon.search_where import LOCAL_ENGINES, LOCAL_MAX_ROWS
@@ -49,12 +58,14 @@ def measures_locally(be: Backend, policy: Any, base_rows: int, n_rows: int) -> b
     where = policy.search.where
     if where == "database" or be.inline or policy.population is not None:
         return False
-    if where == "local":
-        return True
-    if be.dialect not in LOCAL_ENGINES or base_rows > LOCAL_MAX_ROWS:
-        return False
-    if n_rows < MIN_ROWS.get(be.dialect, 0):
-        return False
+    if where != "local":
+        if be.dialect not in LOCAL_ENGINES or base_rows > LOCAL_MAX_ROWS:
+            return False
+        if n_rows < MIN_ROWS.get(be.dialect, 0):
+            return False
+    names = [c.name for c in policy.columns if c.role in ("quasi", "sensitive")]
+    if not compared_exactly(be, policy.source, names, COMPARED_TYPES):
+        return False  # a value DuckDB would compare otherwise (or DuckDB itself): the warehouse
     try:
         require_arrow()
     except SqlanonError:

@@ -96,11 +96,38 @@ def freq_cols(local: LocalBackend, src: Relation, base: FrequencyTables) -> list
 #: from them locally); any other quasi-identifier type (numeric, dates, char(n)'s padding, an enum's
 #: order, floating point) keeps the coding in the warehouse. Spark: its coded table cost ten jobs
 #: and a copy of its codes (1e6 rows, local[2]: prepare 8.1-9.0 s against a 1.7 s scan).
+#: No 8- or 16-bit integers: DuckDB keeps their type in arithmetic where the warehouse widens it
+#: (an interval hierarchy's ``x - start`` overflows a TINYINT in DuckDB, not in Spark).
 EXACT_TYPES = {
-    "postgres": frozenset({"text", "character varying", "integer", "smallint", "bigint"}),
-    "spark": frozenset({"string", "int", "integer", "smallint", "tinyint", "bigint"}),
+    "postgres": frozenset({"text", "character varying", "integer", "bigint"}),
+    "spark": frozenset({"string", "int", "integer", "bigint"}),
 }
 STAGE_ENGINES = frozenset(EXACT_TYPES)
+#: Types whose values a local measurement compares and groups exactly as the warehouse (values
+#: only compared, never computed on: the labels are the warehouse's), for
+#: :mod:`sqlanon.lattice.local_measure`. A collated Spark string shows as ``string collate ...``.
+COMPARED_TYPES = {
+    "postgres": EXACT_TYPES["postgres"] | {"smallint", "double precision", "real", "date", "boolean"},
+    "spark": EXACT_TYPES["spark"] | {"smallint", "tinyint", "double", "float", "date", "boolean"},
+}
+
+
+def compared_exactly(be: Backend, src: Relation, names: list[str], types: dict[str, frozenset[str]]) -> bool:
+    """Whether DuckDB compares and groups the values of ``src``'s columns ``names`` as ``be``
+    does: each of a type in ``types[dialect]`` and, on PostgreSQL, of a deterministic collation
+    (a case-insensitive one, or citext, would group 'flu' and 'FLU' together there and apart here)."""
+    allowed = types.get(be.dialect)
+    if allowed is None:
+        return False
+    cols = {c.name: c.type.strip().lower() for c in be.require_columns(src, "source")}
+    if any(cols.get(n) not in allowed for n in names):
+        return False
+    if be.dialect == "postgres":
+        loose = {str(r[0]) for r in be.query("catalog/collations", name=src.name, schema=src.schema)}
+        return not loose & set(names)
+    return True
+
+
 #: ... and only from this many source records: below, coding in the warehouse costs little, and
 #: the local DuckDB would cost a program that prepares a plan but never walks it (``evaluate``,
 #: ``--levels``) a copy of the frequency table for nothing.
@@ -148,8 +175,7 @@ def stage_coded(
     except SqlanonError:
         return None  # location() decides: auto searches in the database, local says what is missing
     src = policy.source
-    types = {c.name: c.type.strip().lower() for c in be.require_columns(src, "source")}
-    if any(types.get(n) not in EXACT_TYPES[be.dialect] for n in base.qi_names):
+    if not compared_exactly(be, src, base.qi_names, EXACT_TYPES):
         return None
     if policy.search.where == "auto" and n_rows > LOCAL_MAX_ROWS:  # else no more frequency rows
         if int(be.query("search/row_count", rel=base.freq)[0][0]) > LOCAL_MAX_ROWS:

@@ -282,7 +282,8 @@ def assess(
     if local is None or policy.population is not None:
         return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)
     with local(ft) as near:
-        return assess_tables(near, policy, ft, rel, reference, population_exprs or qi_exprs)
+        result = assess_tables(near, policy, ft, rel, reference, population_exprs or qi_exprs)
+    return {**result, "dialect": be.dialect}  # the relation's engine, not the checks' DuckDB
 
 
 def assess_tables(
