@@ -14,7 +14,9 @@ next id are holes (:class:`~sqlanon.sql.shapes.Hole`). Each quasi-identifier's v
 once per round (GROUP BY partition, value); a hierarchy's levels come from a small table of each
 value's labels (``levels.sql.j2``), whose text also labels the children of a cut along it. Where
 a hierarchy's labels nest, its values are ranked label by label, so a partition's lowest common
-label follows from its lowest and highest rank (``ranges.sql.j2``).
+label follows from its lowest and highest rank (``ranges.sql.j2``). Each row carries a bitmask
+of the QIs its partition has exhausted (one value; the value level along a hierarchy), which no
+descendant can be cut on: a round does not group them (29 % of the (row, QI) pairs at 1e6 rows).
 
 Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its
 values and its width is (max - min) / (the table's max - min). Any other QI with a hierarchy is cut
@@ -207,6 +209,8 @@ def _mondrian(plan: Plan, progress: Progress | None) -> MondrianResult:
                 "card": lit(int(card)),
                 "base": int(card) + 1,  # above any level's code or count of labels
                 "weight": lit(float(dims[-1].weight)),
+                # Its bit in the working table's mask of exhausted QIs (round.sql.j2's ex): a BIGINT's 62.
+                "bit": 1 << j if j < 62 else 0,
                 "codes": [
                     {"lvl": lvl, "col": ident(f"g_{j}_{lvl}"), "expr": h.sql(lvl, d["q"])}
                     for lvl in range(levels)
