@@ -477,7 +477,10 @@ def printed_target(policy: Policy, be: Backend | None, kind: str, dialect: str |
     places it (the user's own schema), since its definer function and table are created beside it."""
     target = policy.target or policy.source.with_name(f"{policy.source.name}_anon")
     if (dialect or (be.dialect if be else None)) == "postgres" and kind == "view" and target.schema is None:
-        target = Relation(target.name, (home_schema(be) if be is not None else None) or "public")
+        # An existing target is replaced where it is (publish's swap), else created at home.
+        found = identify(be, target, "target") if be is not None else None
+        home = found.schema if found is not None else (home_schema(be) if be is not None else None)
+        target = Relation(target.name, home or "public")
     return target
 
 

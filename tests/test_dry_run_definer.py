@@ -59,3 +59,20 @@ def test_the_printed_definer_publishes_the_release(pg_patients: TestDB, tmp_path
     assert pg_patients.sql('SELECT COUNT(*) FROM "main"."patients_anon"') == [(9,)]
     (definition,) = pg_patients.sql("SELECT pg_get_viewdef('main.patients_anon'::regclass)")[0]
     assert "sqlanon_fn_" in definition and "patients" not in definition.replace("patients_anon", "")
+
+
+def test_dry_run_names_the_schema_of_the_view_it_replaces(pg_patients: TestDB, tmp_path: Path) -> None:
+    """An unqualified target that exists in another schema of the path than the user's home is
+    replaced where it is (publish's swap); the dry run printed the home schema instead, so its
+    definer function, table and view would have been created beside the wrong relation."""
+    (name,) = pg_patients.sql("SELECT current_database()")[0]
+    pg_patients.sql(f'ALTER DATABASE "{name}" SET search_path = main, public')
+    pg_patients.sql('CREATE VIEW "public"."patients_anon" AS SELECT 1 AS x')
+    pol = yaml.safe_load((ROOT / "fixtures" / "patients.yaml").read_text(encoding="utf-8"))
+    path = str(write_policy(tmp_path, {**pol, "target": "patients_anon"}))
+    code, out, err = cli("anonymise", path, "--db", pg_patients.url, "--dry-run", "--replace")
+    assert code == 0, err
+    assert 'CREATE VIEW "public"."patients_anon"' in out and '"main"."patients_anon"' not in out
+    code, _, err = cli("anonymise", path, "--db", pg_patients.url, "--replace")
+    assert code == 0, err
+    assert pg_patients.sql('SELECT COUNT(*) FROM "public"."patients_anon"') == [(9,)]

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from sqlanon.engines.base import BACKENDS, Backend
 from sqlanon.engines.bulk import LoadColumn, column_list, is_arrow, select_list
+from sqlanon.errors import SqlanonError
 
 #: The name an Arrow source is registered under for the one statement that reads it.
 ARROW_VIEW = "sqlanon_load_arrow"
@@ -35,6 +36,9 @@ class DuckDBBackend(Backend):
         (``register``), each column kept as Arrow types it or cast to its type; Python rows are
         bound parameters of one INSERT (a secret never enters a statement's text, and DuckDB, in
         this process, logs nothing)."""
+        if replace and not (temporary and str(target.catalog or "") == "temp"):
+            # Never lose data: only sqlanon's own temporary tables (the secret's) are replaced.
+            raise SqlanonError(f"internal: load would replace {target.sql('duckdb')}, not a temp table")
         raw = self._conn.connection.driver_connection
         name = target.sql("duckdb")
         temp = "TEMPORARY " if temporary else ""
