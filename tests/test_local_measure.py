@@ -5,8 +5,9 @@ The reference is the warehouse's own measurement of the same release (the templa
 as they always did); the local one copies the release's frequency and class tables (and the
 source's, for t-closeness) and runs the same templates in DuckDB. Policies cover each kind of
 check the re-verification makes: class sizes with suppression, l-diversity (distinct, entropy,
-recursive), t-closeness (equal and ordered distance), the prosecutor and table-wide risks,
-sample uniqueness and the wildcard figures. A publish on PostgreSQL says where it was verified
+recursive), t-closeness (equal, ordered and hierarchical distance), beta-likeness, the
+prosecutor's profitability, the prosecutor and table-wide risks, sample uniqueness and the
+wildcard figures. A publish on PostgreSQL says where it was verified
 and how many rows crossed; with ``search.where: database`` nothing crosses.
 """
 
@@ -37,6 +38,25 @@ POLICIES = {
             "l": {"disease": {"kind": "entropy", "l": 1.2}},
             "t": {"disease": {"measure": "emd-equal", "t": 0.6}},
             "risk": {"prosecutor": 0.6, "average": 0.4, "sample_uniqueness": 0.5},
+        },
+    },
+    "hierarchical_t": {
+        "columns": {
+            **_columns(True),
+            "disease": {
+                "role": "sensitive",
+                "hierarchy": {"map": {"flu": ["airways"], "asthma": ["airways"], "cancer": ["tumour"]}},
+            },
+        },
+        "privacy": {"k": 2, "suppression": 0.2, "t": {"disease": {"measure": "emd-hierarchical", "t": 0.4}}},
+    },
+    "likeness_profitability": {
+        "columns": _columns(True),
+        "privacy": {
+            "k": 2,
+            "suppression": 0.25,
+            "beta_likeness": {"disease": {"beta": 2.0, "kind": "enhanced"}},
+            "profitability": {"model": "prosecutor", "adversary_gain": 10, "adversary_cost": 4},
         },
     },
     "ordered_t_recursive_l": {
