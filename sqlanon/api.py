@@ -28,6 +28,7 @@ from sqlanon.engines.definer import cleanup as _definer_cleanup
 from sqlanon.errors import SqlanonError
 from sqlanon.hipaa import warnings as hipaa_warnings
 from sqlanon.lattice import Levels, build_hierarchies, check_coverage, parse_levels
+from sqlanon.lattice.local_measure import SourceMeasure
 from sqlanon.measure.assessment import assess as _assess
 from sqlanon.measure.columns import check_columns
 from sqlanon.metrics import evaluate_node, parse_ks
@@ -217,7 +218,12 @@ def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
     pol = load_policy(policy)
     with _session(db) as be:
         hierarchies = build_hierarchies(pol, check_columns(be, pol))
-        out = _assess(be, pol, validate=lambda ft: check_coverage(be, hierarchies, ft))
+        out = _assess(
+            be,
+            pol,
+            validate=lambda ft: check_coverage(be, hierarchies, ft),
+            local=SourceMeasure(be, pol),  # the checks in a local DuckDB where search.where allows
+        )
         out.setdefault("warnings", []).extend(hipaa_warnings(be, pol))
         if pol.perturbed:
             out["perturbation"] = materialise(be, pol).measured

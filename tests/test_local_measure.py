@@ -192,3 +192,24 @@ def test_a_locally_checked_release_names_the_warehouse(people: TestDB, tmp_path:
     r = cli_json("anonymise", str(write_policy(tmp_path, pol)), "--db", people.url)
     assert r["published"]["verified_in"]["location"] == "local"
     assert r["published"]["dialect"] == "postgres"
+
+
+@pytest.mark.parametrize(("db", "name"), CASES, indirect=["db"])
+def test_assess_measured_locally_equals_the_warehouses(
+    people: TestDB, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``assess`` of the source: the warehouse groups it, the checks run locally (``auto``), with
+    the same figures as ``search.where: database``; the two counting statements decide."""
+    from sqlanon import api
+
+    opened: list[Any] = []
+    real = local_measure.open_local
+    monkeypatch.setattr(local_measure, "open_local", lambda be, rel: opened.append(rel) or real(be, rel))
+    here = api.assess({"source": "main.people", **POLICIES[name]}, people.url).to_dict()
+    assert len(opened) == 1  # measured locally
+    pol = {"source": "main.people", **POLICIES[name], "search": {"where": "database"}}
+    there = api.assess(pol, people.url).to_dict()
+    assert len(opened) == 1  # ... and in the warehouse
+    here.pop("source"), there.pop("source")
+    same(here, there, name)
+    assert here["dialect"] == people.kind
