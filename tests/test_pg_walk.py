@@ -27,8 +27,10 @@ from sqlanon.errors import SqlanonError
 from sqlanon.lattice import local, localdb, prepare
 from sqlanon.lattice import plan as plan_module
 from sqlanon.policy import parse_policy
-from tests.conftest import ADULT_COLUMNS, ADULT_DIR, read_adult
+from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ENGINES_SPARK, read_adult
 
+#: The engines that stage the coding (DuckDB is in-process: coded where it is).
+WAREHOUSES = ["postgres", pytest.param("spark", marks=pytest.mark.spark)]
 QIS = ["sex", "age", "race", "education"]
 ROWS = 2000
 
@@ -145,6 +147,7 @@ FORMS = {
 }
 
 
+@pytest.mark.parametrize("db", ENGINES_SPARK, indirect=True)
 @pytest.mark.parametrize("form", list(FORMS))
 def test_staged_coding_keeps_the_coded_table_out_of_postgres(
     db: Any, monkeypatch: pytest.MonkeyPatch, form: str
@@ -154,7 +157,8 @@ def test_staged_coding_keeps_the_coded_table_out_of_postgres(
     the coded table (before: built there, then its codes copied). The coded table coded locally
     must group every level as the warehouse's does: the same numbers of labels and the same
     result for every node of the lattice as the warehouse-coded plan (``search.where:
-    database``), evaluated in PostgreSQL."""
+    database``), evaluated in PostgreSQL. Spark stages the same way (its labels then computed by
+    DuckDB's arithmetic and string functions instead of Spark's)."""
     _load(db)
     monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0)  # the test table is small
 
@@ -176,21 +180,20 @@ def test_staged_coding_keeps_the_coded_table_out_of_postgres(
         inside = prepare(be, parse_policy(pol("database")))
         there = _node_results(inside)
         assert (inside.card, inside.base_rows) == (plan.card, plan.base_rows)
-    if db.kind == "postgres":
+    if db.kind in ("postgres", "spark"):
         assert staged and made == []  # before: CREATE TEMPORARY TABLE ...coded... AS
     else:
         assert not staged and made  # DuckDB is in-process: coded where it is
     assert here == there
 
 
+@pytest.mark.parametrize("db", WAREHOUSES, indirect=True)
 def test_staged_plan_builds_the_coded_table_in_postgres_when_it_is_read_there(
     db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A program that prepares a plan and evaluates in the warehouse (``--levels``, a choice
     with a table-wide risk bound) still finds the coded table there: it is built by the first
     statement that names it (``Backend.deferred``), once."""
-    if db.kind != "postgres":
-        pytest.skip("staging is PostgreSQL's")
     _load(db)
     monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0)
     from sqlanon.lattice.evaluator import Evaluator
