@@ -29,7 +29,8 @@ from sqlanon.engines import session
 from sqlanon.errors import PolicyError, SqlanonError
 from sqlanon.lattice import local, localdb, prepare
 from sqlanon.policy import parse_policy
-from tests.conftest import ADULT_COLUMNS, ADULT_DIR, ENGINES_SPARK, _make_db, read_adult
+from tests.conftest import ADULT_DIR, ENGINES_SPARK
+from tests.helpers import adult_db
 from tests.test_local_walk_session import open_local_duckdbs
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country"]
@@ -48,11 +49,7 @@ CASES = {
 @pytest.fixture(scope="module", params=ENGINES_SPARK)
 def adb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The first 3,000 Adult rows as main.adult, once per engine."""
-    for db in _make_db(request.param, request, tmp_path_factory.mktemp(str(request.param))):
-        rows = [[r[c] for c in ADULT_COLUMNS] for r in read_adult()[:ROWS]]
-        types = ["INTEGER" if c == "age" else "VARCHAR" for c in ADULT_COLUMNS]
-        db.load("adult", ADULT_COLUMNS, rows, types)
-        yield db
+    yield from adult_db(request, tmp_path_factory, ROWS)
 
 
 def _policy(case: str, where: str, target: str = "adult_anon", qis: list[str] = QIS) -> dict:
