@@ -51,15 +51,24 @@ _INTEGERS = {"integer": "int64", "bigint": "int64", "int": "int64", "smallint": 
 MIN_ROWS = {"postgres": 100_000, "spark": 0}
 
 
+def _may_measure_locally(be: Backend, policy: Any) -> bool:
+    """What :func:`measures_locally` decides without a statement: the policy's ``search.where``,
+    the connection (read-only: its tables are CTEs), a population table, the engine."""
+    where = policy.search.where
+    if where == "database" or be.inline or policy.population is not None:
+        return False
+    return where == "local" or be.dialect in LOCAL_ENGINES
+
+
 def measures_locally(be: Backend, policy: Any, base_rows: int, n_rows: int) -> bool:
     """Whether a release of ``policy`` on ``be`` is measured in the local DuckDB (module docstring);
     ``base_rows``: the source's frequency table's rows, an upper bound of the release's;
     ``n_rows``: the source's records."""
     where = policy.search.where
-    if where == "database" or be.inline or policy.population is not None:
+    if not _may_measure_locally(be, policy):
         return False
     if where != "local":
-        if be.dialect not in LOCAL_ENGINES or base_rows > LOCAL_MAX_ROWS:
+        if base_rows > LOCAL_MAX_ROWS:
             return False
         if n_rows < MIN_ROWS.get(be.dialect, 0):
             return False
@@ -124,8 +133,7 @@ class SourceMeasure(LocalMeasure):
     @contextlib.contextmanager
     def __call__(self, ft: FrequencyTables) -> Iterator[Backend]:
         be, pol = self.be, self.policy
-        where = pol.search.where
-        if where == "database" or be.inline or (where == "auto" and be.dialect not in LOCAL_ENGINES):
+        if not _may_measure_locally(be, pol):
             yield be  # decided without counting (DuckDB, a search kept in the warehouse)
             return
         rows = int(be.query("search/row_count", rel=ft.freq)[0][0])
