@@ -166,7 +166,15 @@ def goals_33(sqlanon: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                         )
                     )
             if float(size) >= 1e8:
-                bounded = "memory_limit" in engine and e.get("status") == "ok"
+                # Bounded: DuckDB under a memory_limit. Spark's driver heap is set (local mode runs
+                # the executors in the driver's JVM, whose peak RSS is read from /proc), but the
+                # local DuckDB of the walk and of Mondrian's rounds has no limit (it may not spill:
+                # personal data), so Spark's figures are shown, not judged.
+                jvm, heap = e.get("jvm_rss_peak_mb"), e.get("driver_memory")
+                bounded = e.get("status", "ok") == "ok" and "memory_limit" in engine
+                shown = "met" if bounded else "not measured"
+                if jvm is not None and e.get("status", "ok") == "ok":
+                    shown = "measured (the local DuckDB has no limit)"
                 rss = e.get("rss_peak_mb", 0)
                 out.append(
                     {
@@ -175,12 +183,17 @@ def goals_33(sqlanon: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                         "goal": "bounded_memory",
                         "rss_peak_mb": rss,
                         "verdict": "met" if bounded else "not measured",
-                        "text": f"{_shown(engine)} {size} in bounded memory: peak RSS {rss:.0f} MB under "
-                        f"{engine.partition('[')[2].rstrip(']') or 'no limit'}: "
-                        f"{'met' if bounded else 'not measured'}",
+                        "text": f"{_shown(engine)} {size} in bounded memory: peak RSS {rss:.0f} MB"
+                        + (f" (Python) + {jvm:.0f} MB (driver JVM)" if jvm is not None else "")
+                        + f" under {engine.partition('[')[2].rstrip(']') or _heap(heap)}: "
+                        f"{shown}",
                     }
                 )
     return out
+
+
+def _heap(heap: str | None) -> str:
+    return f"spark.driver.memory={heap}" if heap else "no limit"
 
 
 def _node(node: Any) -> Any:

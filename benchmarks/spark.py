@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,8 +24,8 @@ from typing import Any
 
 import benchmarks.sqlanon_runner as runner
 from benchmarks.common import RESULTS, human
-from benchmarks.data import build_duckdb
 from benchmarks.goals import goal_lines, goals_33
+from benchmarks.peers import run_subprocess
 from benchmarks.run import machine_info, parse_rows
 from benchmarks.sqlanon_runner import worker_main
 
@@ -49,6 +50,42 @@ def count_jobs(spark: Any) -> None:
     runner.repeat = repeat
 
 
+def _build_child(work: Path, duck: Path, n: int) -> dict[str, Any]:
+    """The DuckDB table of benchmarks/data.py, built in a child process: this process's peak RSS
+    is then sqlanon's and pyspark's own (a child's does not count), not DuckDB's while generating."""
+    built, status = run_subprocess(
+        "build", {"path": str(duck), "rows": n, "generator": "recombine"}, work, 7200, f"build-{n}"
+    )
+    if built is None or status != "ok":
+        raise SystemExit(f"building the {human(n)}-row table failed: {status}")
+    built.pop("status", None)
+    return built
+
+
+def _to_parquet(duck: Path, parquet: Path) -> None:
+    """DuckDB writes the table to Parquet, in a child process (as :func:`_build_child`)."""
+    code = (
+        "import duckdb, sys\n"
+        'path = sys.argv[2].replace("\'", "\'\'")\n'
+        "con = duckdb.connect(sys.argv[1], read_only=True)\n"
+        "con.execute(f\"COPY main.adult TO '{path}' (FORMAT parquet)\")\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(duck), str(parquet)], check=True)
+
+
+def _jvm_peak_mb(spark: Any) -> float | None:
+    """The driver JVM's peak resident memory (VmHWM; local mode runs the executors in it), read
+    from /proc: the Python process's own ``ru_maxrss`` never counts a live child."""
+    try:
+        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except Exception:  # noqa: BLE001 - not Linux, or the gateway is gone: not measured
+        return None
+    return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", default="1e6")
@@ -64,6 +101,11 @@ def main() -> None:
     )
     ap.add_argument("--duckdb", help="a DuckDB file with main.adult already built (benchmarks.run passes it)")
     ap.add_argument("--out", help="the result file (default: benchmarks/results/<time>_rows-<n>_spark.json)")
+    ap.add_argument(
+        "--parquet",
+        help="a folder that keeps each size's Parquet file between runs (built there once, by a child "
+        "process); main.adult is then an external table over it instead of a copy",
+    )
     args = ap.parse_args()
     from pyspark.sql import SparkSession
 
@@ -97,21 +139,22 @@ def main() -> None:
     }
     try:
         for n in parse_rows(args.rows):
-            if args.duckdb:
-                duck, data = Path(args.duckdb), {"duckdb": args.duckdb}
+            kept = Path(args.parquet) / f"adult_{n}" if args.parquet else None
+            parquet = (kept / "part-0.parquet") if kept else work / f"adult_{n}.parquet"
+            if kept is not None and parquet.exists():
+                data: dict[str, Any] = {"parquet": str(parquet), "reused": True}
             else:
-                duck = work / f"adult_{n}.duckdb"
-                data = build_duckdb(duck, n, "recombine")
-            parquet = work / f"adult_{n}.parquet"
-            import duckdb
-
-            con = duckdb.connect(str(duck), read_only=True)
-            con.execute(f"COPY main.adult TO '{parquet}' (FORMAT parquet)")
-            con.close()
+                duck = Path(args.duckdb) if args.duckdb else work / f"adult_{n}.duckdb"
+                data = {"duckdb": args.duckdb} if args.duckdb else _build_child(work, duck, n)
+                parquet.parent.mkdir(parents=True, exist_ok=True)
+                _to_parquet(duck, parquet)
             t0 = time.perf_counter()
             spark.sql("CREATE DATABASE IF NOT EXISTS main")
             spark.sql("DROP TABLE IF EXISTS main.adult")
-            spark.sql(f"CREATE TABLE main.adult USING parquet AS SELECT * FROM parquet.`{parquet}`")
+            if kept is not None:  # an external table over the kept file: no copy
+                spark.sql(f"CREATE TABLE main.adult USING parquet LOCATION '{kept}'")
+            else:
+                spark.sql(f"CREATE TABLE main.adult USING parquet AS SELECT * FROM parquet.`{parquet}`")
             load_s = time.perf_counter() - t0
             spec = {
                 "engine": "spark",
@@ -137,6 +180,8 @@ def main() -> None:
                 res["status"] = failed
             res["data"] = data
             res["spark_load_seconds"] = load_s
+            res["jvm_rss_peak_mb"] = _jvm_peak_mb(spark)
+            res["driver_memory"] = args.driver_memory
             out["runs"][human(n)] = res
             # The shape benchmarks.report reads (engine -> size -> entry), and issue 33's goals.
             out["sqlanon"] = {"spark": out["runs"]}

@@ -99,28 +99,42 @@ class Profiler:
 
         prof = self
 
+        # The engines' own overrides too (Spark's create_temp, each engine's bulk path), which a
+        # wrapper on Backend alone never sees.
+        import sqlanon.engines.duckdb
+        import sqlanon.engines.postgres
+        import sqlanon.engines.spark
+        import sqlanon.lattice.localdb  # noqa: F401 - the local walk's LocalBackend
+
+        def classes(cls: type) -> list[type]:
+            return [cls] + [c for sub in cls.__subclasses__() for c in classes(sub)]
+
         def wrap_backend(method: str, prefix: str, by: Callable[[tuple, dict], str]) -> None:
-            orig = getattr(eng.Backend, method, None)
-            if orig is None:
-                return
+            for cls in classes(eng.Backend):
+                orig = cls.__dict__.get(method)
+                if orig is None:
+                    continue
 
-            def wrapper(self_: Any, *args: Any, **kwargs: Any) -> Any:
-                outer = prof.depth == 0
-                prof.depth += 1
-                t0 = time.perf_counter()
-                try:
-                    return orig(self_, *args, **kwargs)
-                finally:
-                    prof.depth -= 1
-                    if outer:
-                        prof._add(f"{prefix}:{by(args, kwargs)}", time.perf_counter() - t0)
+                def wrapper(self_: Any, *args: Any, _orig: Any = orig, **kwargs: Any) -> Any:
+                    outer = prof.depth == 0
+                    prof.depth += 1
+                    t0 = time.perf_counter()
+                    try:
+                        return _orig(self_, *args, **kwargs)
+                    finally:
+                        prof.depth -= 1
+                        if outer:
+                            prof._add(f"{prefix}:{by(args, kwargs)}", time.perf_counter() - t0)
 
-            setattr(eng.Backend, method, wrapper)
-            prof.installed.append(f"Backend.{method}")
+                setattr(cls, method, wrapper)
+                prof.installed.append(f"{cls.__name__}.{method}")
 
         wrap_backend("query", "query", lambda a, k: str(a[0]) if a else "?")
         wrap_backend("execute", "exec", lambda a, k: str(a[0]) if a else "?")
         wrap_backend("create_temp", "temp", lambda a, k: str(a[1]) if len(a) > 1 else str(k.get("template")))
+        # Bulk copies between engines (issue 33's local walk and measurement): by relation where named.
+        wrap_backend("load", "load", lambda a, k: "rows")
+        wrap_backend("read_arrow", "arrow", lambda a, k: "rows")
 
         orig_to_sql = getattr(eng, "to_sql", None)
         if orig_to_sql is not None:

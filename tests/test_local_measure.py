@@ -115,6 +115,26 @@ def test_local_measurement_equals_the_warehouses(people: TestDB, name: str) -> N
         assert measured >= 3
 
 
+@pytest.mark.parametrize("db", ["postgres"], indirect=True)
+@pytest.mark.parametrize("name", ["l_t_risks", "k_suppression"])
+def test_the_warehouse_only_groups_a_locally_measured_release(people: TestDB, name: str) -> None:
+    """Measured locally, the warehouse groups the release and numbers nothing: the class ids and
+    the sensitive values' ranks (windows with no partition, which Spark runs in one task over the
+    whole grouped table) are computed in the local DuckDB; the figures stay the warehouse's (the
+    test above). A count-only release (k_suppression) is grouped from its source in one pass."""
+    with session(people.url) as be:
+        plan = prepare(be, _policy(name, "auto"))
+        src_cols = [c.name for c in be.require_columns(plan.policy.source, "source")]
+        node = tuple(h // 2 for h in plan.heights)
+        ctx = release_context(plan.policy, plan.hierarchies, node, src_cols)
+        rel = be.create_temp("release", "publish/_release", **ctx)
+        start = len(be.log)
+        result, _, _ = check_node_release(plan, rel, node, ctx, chosen(plan, rel))
+        statements = " ".join(be.log[start:]).upper()
+        assert result["rows"] > 0 and "GROUP BY" in statements
+        assert "DENSE_RANK" not in statements
+
+
 @pytest.mark.parametrize("where", ["auto", "database", "local"])
 def test_publish_says_where_it_verified(people: TestDB, tmp_path: Any, where: str) -> None:
     pol = {

@@ -40,7 +40,7 @@ from sqlanon.risk_extra import (
     l_rank_of,
     sample_risks,
 )
-from sqlanon.sql.compile import CANONICAL, Sql, ident, lit
+from sqlanon.sql.compile import CANONICAL, Sql, ident, is_constant, lit
 from sqlanon.uniqueness import uniqueness_risk
 
 #: Relative tolerance when comparing a floating-point figure with a threshold: an entropy of
@@ -82,12 +82,16 @@ def build_frequency_tables(
     with_classes: bool = True,
     class_check: Sql | None = None,
     n_alias: Sql | None = None,
+    ranks: bool = True,
+    weight: Sql | None = None,
 ) -> FrequencyTables:
     """Scan ``source`` once into the base frequency table, then derive the class table from it.
     Without ``with_classes`` (the search) the table has no cid and no class table is made: the sort
     that numbers the classes is skipped. With ``class_check`` (a predicate on ``g.<n_alias>``, the
     class's size) the classes for which it holds are left out: the frequency table of a
-    count-only release, built from its source (:func:`sqlanon.measure.release.release_check`)."""
+    count-only release, built from its source (:func:`sqlanon.measure.release.release_check`).
+    Without ``ranks``: only grouped (no cid, sid_i: :func:`number`); ``weight``: a column of
+    ``source`` counting each row's records, summed instead of counting rows."""
     q_aliases = [ident(f"q_{i}") for i in range(len(qi_exprs))]
     s_aliases = [ident(f"s_{i}") for i in range(len(s_exprs))]
     sid_aliases = [ident(f"sid_{i}") for i in range(len(s_exprs))]
@@ -102,24 +106,16 @@ def build_frequency_tables(
         sid_aliases=sid_aliases,
         sort_keys=sort_keys or s_aliases,
         with_cid=with_classes,
-        group_exprs=[e for e in qi_exprs + s_exprs if not _constant(e)],
+        group_exprs=[e for e in qi_exprs + s_exprs if not is_constant(e)],
         class_check=class_check,
         n_alias=n_alias,
+        ranks=ranks,
+        weight=weight,
     )
-    if not with_classes:
+    if not with_classes or not ranks:
         return FrequencyTables(freq, freq, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
     classes = be.create_temp("cls", "freq/classes", freq=freq, q_aliases=q_aliases)
     return FrequencyTables(freq, classes, q_aliases, s_aliases, sid_aliases, list(qi_names), list(s_names))
-
-
-def _constant(e: Sql) -> bool:
-    """Whether ``e`` reads no column (a QI at its top level is the constant '*'): PostgreSQL
-    refuses a constant in GROUP BY ("non-integer constant"), and grouping by one changes nothing.
-
-    >>> _constant(Sql("'*'")), _constant(Sql('"age"'))
-    (True, False)
-    """
-    return exp.maybe_parse(e, dialect=CANONICAL).find(exp.Column) is None
 
 
 def _sort_key(policy: Policy, name: str, alias: Sql) -> Sql:
@@ -266,6 +262,7 @@ def assess(
     qi_exprs = qi_exprs or [ident(n) for n in qi_names]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
     check, n_alias = class_check or (None, None)
+    near_checks = local is not None and policy.population is None
     ft = build_frequency_tables(
         be,
         rel,
@@ -276,14 +273,25 @@ def assess(
         sort_keys,
         class_check=check,
         n_alias=n_alias,
+        ranks=not near_checks,
     )
     if validate is not None:
         validate(ft)
-    if local is None or policy.population is not None:
+    if local is None or not near_checks:
         return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)
     with local(ft) as near:
-        result = assess_tables(near, policy, ft, rel, reference, population_exprs or qi_exprs)
+        numbered = number(near, ft, sort_keys)
+        result = assess_tables(near, policy, numbered, rel, reference, population_exprs or qi_exprs)
     return {**result, "dialect": be.dialect}  # the relation's engine, not the checks' DuckDB
+
+
+def number(be: Backend, grouped: FrequencyTables, sort_keys: list[Sql]) -> FrequencyTables:
+    """``grouped`` (built without ranks) numbered where the checks run, by the same template: on
+    Spark the unpartitioned windows of cid and sid_i order the whole grouped table in one task."""
+    g = grouped
+    return build_frequency_tables(
+        be, g.freq, g.q_aliases, g.qi_names, g.s_aliases, g.s_names, sort_keys, weight=ident("cnt")
+    )
 
 
 def assess_tables(
@@ -485,7 +493,7 @@ def _population_risk(
         classes=ft.classes,
         q_aliases=ft.q_aliases,
         q_exprs=exprs or [ident(n) for n in ft.qi_names],
-        group_exprs=[e for e in exprs or [ident(n) for n in ft.qi_names] if not _constant(e)],
+        group_exprs=[e for e in exprs or [ident(n) for n in ft.qi_names] if not is_constant(e)],
         join_on=_sql(join_on),
     )[0]
     min_big_n, sum_ratio, n_rows, missing = row

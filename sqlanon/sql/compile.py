@@ -432,3 +432,13 @@ def sql_list(items: Sequence[exp.Expression | str]) -> list[Sql]:
         else:
             out.append(ident(it))
     return out
+
+
+def is_constant(e: Sql) -> bool:
+    """Whether ``e`` reads no column (a QI at its top level is the constant '*'): PostgreSQL
+    refuses a constant in GROUP BY ("non-integer constant"), and grouping by one changes nothing.
+
+    >>> is_constant(Sql("'*'")), is_constant(Sql('"age"'))
+    (True, False)
+    """
+    return exp.maybe_parse(e, dialect=CANONICAL).find(exp.Column) is None
