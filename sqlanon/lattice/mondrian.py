@@ -9,14 +9,16 @@ the cut satisfy every requirement of the policy; each partition takes the allowa
 widest dimension, the others are done. The rounds are about log2(N / k): the cost is a small
 multiple of a scan of the base frequency table. Python keeps the cut tree (the plan), never rows.
 A round is four statements (the cuts, one row per child with its id; reading them; setting the
-done rows aside; splitting the rest), each compiled once for all rounds: the relations and the
-next id are holes (:class:`~sqlanon.sql.shapes.Hole`). Each quasi-identifier's values are grouped
-once per round (GROUP BY partition, value); a hierarchy's levels come from a small table of each
-value's labels (``levels.sql.j2``), whose text also labels the children of a cut along it. Where
-a hierarchy's labels nest, its values are ranked label by label, so a partition's lowest common
-label follows from its lowest and highest rank (``ranges.sql.j2``). Each row carries a bitmask
-of the QIs its partition has exhausted (one value; the value level along a hierarchy), which no
-descendant can be cut on: a round does not group them (29 % of the (row, QI) pairs at 1e6 rows).
+done rows aside; splitting the rest), each rendered and compiled once for all rounds: the
+relations and the next id are holes (:class:`~sqlanon.sql.shapes.Hole`), and a statement whose
+context's signature was seen before is bound without a render (:func:`sqlanon.sql.compile.to_sql`).
+Each quasi-identifier's values are grouped once per round (GROUP BY partition, value); a
+hierarchy's levels come from a small table of each value's labels (``levels.sql.j2``), whose text
+also labels the children of a cut along it. Where a hierarchy's labels nest, its values are ranked
+label by label, so a partition's lowest common label follows from its lowest and highest rank
+(``ranges.sql.j2``). Each row carries a bitmask of the QIs its partition has exhausted (one value;
+the value level along a hierarchy), which no descendant can be cut on: a round does not group them
+(29 % of the (row, QI) pairs at 1e6 rows).
 
 Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its
 values and its width is (max - min) / (the table's max - min). Any other QI with a hierarchy is cut
@@ -380,7 +382,9 @@ def _drop(be: Backend, rels: list[Relation]) -> int:
     if be.inline:
         return 0
     for rel in rels:
-        be.execute("ddl/drop_table", kind="drop", target=rel)  # a relation: Spark frees its blocks
+        # Spark frees a dropped relation's blocks by its name (a relation); elsewhere a hole, so the
+        # drop is compiled once, not parsed again each round.
+        be.execute("ddl/drop_table", kind="drop", target=rel if be.dialect == "spark" else Hole(rel))
         if rel.name in be._temps:
             be._temps.remove(rel.name)
     return len(rels)
