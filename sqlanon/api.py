@@ -222,7 +222,8 @@ def assess(policy: PolicyLike, db: DatabaseLike = None) -> AssessResult:
             be,
             pol,
             validate=lambda ft: check_coverage(be, hierarchies, ft),
-            local=SourceMeasure(be, pol),  # the checks in a local DuckDB where search.where allows
+            # the checks in a local DuckDB where search.where allows
+            local=SourceMeasure(be, pol) if SourceMeasure.applies(be, pol) else None,
         )
         out.setdefault("warnings", []).extend(hipaa_warnings(be, pol))
         if pol.perturbed:

@@ -233,3 +233,22 @@ def test_assess_measured_locally_equals_the_warehouses(
     here.pop("source"), there.pop("source")
     same(here, there, name)
     assert here["dialect"] == people.kind
+
+
+@pytest.mark.parametrize(("db", "groupings"), [("duckdb", 1), ("postgres", 2)], indirect=["db"])
+def test_assess_numbers_where_it_groups_unless_the_checks_may_move(
+    people: TestDB, groupings: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the checks never leave the warehouse (DuckDB), ``assess`` numbers the classes in the
+    statement that groups the source; where they may (PostgreSQL, Spark) the warehouse only
+    groups and the numbering follows where the checks run (a second ``freq/base``)."""
+    from sqlanon import api
+    from sqlanon.engines import base
+
+    seen: list[str] = []
+    real = base.Backend.create_temp
+    monkeypatch.setattr(
+        base.Backend, "create_temp", lambda be, *a, **k: seen.append(a[1]) or real(be, *a, **k)
+    )
+    api.assess({"source": "main.people", **POLICIES["l_t_risks"]}, people.url)
+    assert seen.count("freq/base") == groupings

@@ -130,6 +130,12 @@ class SourceMeasure(LocalMeasure):
         super().__init__(be, [policy.source], [])
         self.policy = policy
 
+    @staticmethod
+    def applies(be: Backend, policy: Any) -> bool:
+        """Whether the checks may leave ``be`` at all (DuckDB: never): else ``assess`` is given
+        no measure, and numbers its classes as it groups them, in one statement."""
+        return _may_measure_locally(be, policy)
+
     @contextlib.contextmanager
     def __call__(self, ft: FrequencyTables) -> Iterator[Backend]:
         be, pol = self.be, self.policy
