@@ -1,11 +1,8 @@
 """Issue 33: a cheaper lattice walk at 1e6 rows, the same nodes' figures.
 
-Three changes, each held here against the code before it: the local walk's in-memory DuckDB runs
-on one thread below :data:`~sqlanon.lattice.localdb.ONE_THREAD_BELOW` rows (DuckDB's parallel
-hash aggregation cost more than the second thread saved on a coded table of 276,373 rows); each
-branch of a keyed class-size batch groups its classes by its key alone
-(templates/search/_key_branch.sql.j2), not every branch's rows by (branch, key) at once; and Flash
-keeps a failing node's rollup only where it is at least
+Two changes, each held here against the code before it: each branch of a keyed class-size batch
+groups its classes by its key alone (templates/search/_key_branch.sql.j2), not every branch's rows
+by (branch, key) at once; and Flash keeps a failing node's rollup only where it is at least
 :data:`~sqlanon.lattice.plan.KEEP_RATIO` (8) times smaller than its source. The figures of every
 node stay those of the GROUPING SETS evaluation (templates/search/evaluate_sets.sql.j2, another
 statement over the same coded table), from the coded table and from a kept rollup.
@@ -17,40 +14,15 @@ import itertools
 from types import SimpleNamespace
 from typing import Any
 
-import duckdb
 import pytest
 
 from sqlanon.engines import session
-from sqlanon.lattice import algorithms, evaluator, local, localdb, prepare
+from sqlanon.lattice import algorithms, evaluator, prepare
 from sqlanon.lattice.evaluator import Evaluator, Source
 from sqlanon.policy import parse_policy
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import Hole, Sql, to_sql
 from tests.test_pg_walk import _load, _policy
-
-
-def _threads(lp: Any) -> int:
-    return int(lp.be._conn.exec_driver_sql("SELECT current_setting('threads')").scalar())
-
-
-@pytest.mark.parametrize("db", ["postgres"], indirect=True)
-@pytest.mark.parametrize("staged", [True, False])
-def test_local_walk_runs_on_one_thread_below_the_bound(
-    db: Any, monkeypatch: pytest.MonkeyPatch, staged: bool
-) -> None:
-    """Coded locally (``stage_coded``) or copied coded (``local_plan``), the walk's DuckDB has
-    one thread for a small table, and DuckDB's own default from the bound on."""
-    _load(db)
-    monkeypatch.setattr(localdb, "STAGE_MIN_ROWS", 0 if staged else 10**12)
-    default = int(duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0])
-    for bound, expected in ((getattr(localdb, "ONE_THREAD_BELOW", 10**6), 1), (0, default)):
-        monkeypatch.setattr(localdb, "ONE_THREAD_BELOW", bound, raising=False)
-        with session(db.url) as be:
-            plan = prepare(be, parse_policy(_policy("local")))
-            assert (be.staged is not None) == staged
-            with local.local_plan(plan) as lp:
-                assert _threads(lp) == expected
-                assert lp.be.moved == plan.base_rows  # the walk's table, well below the bound
 
 
 def test_each_keyed_branch_groups_its_classes_by_its_key_alone() -> None:

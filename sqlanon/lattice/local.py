@@ -40,7 +40,6 @@ from sqlanon.errors import SqlanonError
 from sqlanon.lattice.localdb import (
     LocalBackend,
     copy_table,
-    fit_threads,
     freq_cols,
     open_local,
     require_arrow,
@@ -95,7 +94,6 @@ def local_plan(plan: Plan, *, lazy_coded: bool = False) -> Iterator[Plan]:
             local.pending[plan.coded.name] = lambda: copy_table(plan.be, local, plan.coded, coded_cols)
         else:
             local.moved = copy_table(plan.be, local, plan.coded, coded_cols)
-            fit_threads(local, local.moved)
         f_cols = freq_cols(local, src, plan.base)
         local.pending[plan.base.freq.name] = lambda: copy_table(plan.be, local, plan.base.freq, f_cols)
         yield dataclasses.replace(plan, be=local)

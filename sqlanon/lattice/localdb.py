@@ -83,25 +83,6 @@ def open_local(be: Backend, src: Relation) -> LocalBackend:
     return local
 
 
-#: The local walk runs its DuckDB on one thread while the table it walks has fewer rows than this
-#: (:func:`fit_threads`): over a few hundred thousand rows DuckDB's parallel hash aggregation
-#: costs more in thread-local tables and their merge than the second thread saves. 1e6-row
-#: benchmark table (a coded table of 276,373 rows), the walk's statements replayed on a shared
-#: 2-core machine: 5 % 2.36-2.73 -> 2.03-2.34 s wall, 2.30-2.42 -> 1.97-2.23 s CPU; one keyed
-#: evaluation on 2x, 4x and 8x those rows stayed cheaper on one thread (wall and CPU).
-ONE_THREAD_BELOW = 1_000_000
-
-
-def fit_threads(local: LocalBackend, rows: int) -> None:
-    """One thread for the walk of a table of ``rows`` rows below :data:`ONE_THREAD_BELOW` (the
-    local DuckDB is this process's own: no other statement shares its setting)."""
-    if rows < ONE_THREAD_BELOW:
-        from sqlalchemy import text
-
-        local._conn.execute(text("SET threads = 1"))
-        local.commit()
-
-
 def freq_cols(local: LocalBackend, src: Relation, base: FrequencyTables) -> list[tuple[Sql, str]]:
     """The base frequency table's columns with their types: the values as the source has them."""
     types = {c.name: c.type for c in local.known[src]}
@@ -209,7 +190,6 @@ def stage_coded(
         local.execute("ddl/create_temp", kind="create", _target=coded, _template=template, **ctx)
         local._temps.append(coded.name)
         summary = local.query("search/cardinalities", coded=coded, aliases=aliases, flags=flags)[0]
-        fit_threads(local, int(summary[0]))
     except BaseException:
         local.close()
         raise

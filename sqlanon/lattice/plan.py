@@ -124,10 +124,11 @@ KEEP_PER_ROUND = 8
 KEEP_MAX = 64
 #: 8, not 2, since each keyed evaluation groups its branches apart (templates/search/
 #: _key_branch.sql.j2): a rollup costs about two evaluations of its source, and one only 2-3 times
-#: smaller seldom repays them. The walks' DuckDB statements replayed (CPU, shared 2-core machine):
-#: 1e6-row table with 5 % 1.57-1.59 -> 1.16-1.27 s (21 rollups -> none; none kept: 1.22-1.26 s,
-#: 4 as the ratio: 1.47 s), without suppression unchanged (the same 25 rollups); 1e7 rows on
-#: DuckDB, 5 % 2.75-2.93 -> 2.33-2.90 s (4 rollups -> none), 0 % unchanged (the same 28).
+#: smaller seldom repays them. 1e6-row table, local walk from PostgreSQL (its DuckDB statements
+#: timed), idle 2-core machine: 5 % 1.26-1.42 -> 0.90-1.01 s (21 rollups ->
+#: none; whole process 3.77-4.15 -> 3.27-3.43 s); without suppression the same 25 rollups. 1e7
+#: rows on DuckDB, replayed: 5 % 2.75-2.93 -> 2.33-2.90 s of CPU (4 rollups -> none), 0 % the same
+#: 28; PostgreSQL's in-database walk at 1e6, 5 %: 31.9-54.4 -> 25.0-32.6 s (loaded machine).
 KEEP_RATIO = 8
 #: ... and only where that table has at least this many rows: creating a table costs a statement
 #: (~8 ms on DuckDB), which a rollup repays only over a large table (Adult, ~20,000 coded rows:
