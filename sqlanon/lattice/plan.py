@@ -122,7 +122,14 @@ def lane_count(checked: int, small: bool = False, inline: bool = False) -> int:
 #: before a round (``algorithms._keep_meets``) have their own KEEP_PER_ROUND and share KEEP_MAX.
 KEEP_PER_ROUND = 8
 KEEP_MAX = 64
-KEEP_RATIO = 2
+#: 8, not 2, since each keyed evaluation groups its branches apart (templates/search/
+#: _key_branch.sql.j2): a rollup costs about two evaluations of its source, and one only 2-3 times
+#: smaller seldom repays them. 1e6-row table, local walk from PostgreSQL (its DuckDB statements
+#: timed), idle 2-core machine: 5 % 1.26-1.42 -> 0.90-1.01 s (21 rollups ->
+#: none; whole process 3.77-4.15 -> 3.27-3.43 s); without suppression the same 25 rollups. 1e7
+#: rows on DuckDB, replayed: 5 % 2.75-2.93 -> 2.33-2.90 s of CPU (4 rollups -> none), 0 % the same
+#: 28; PostgreSQL's in-database walk at 1e6, 5 %: 31.9-54.4 -> 25.0-32.6 s (loaded machine).
+KEEP_RATIO = 8
 #: ... and only where that table has at least this many rows: creating a table costs a statement
 #: (~8 ms on DuckDB), which a rollup repays only over a large table (Adult, ~20,000 coded rows:
 #: its Flash took 1.5 s without rollups against 1.8-2.0 s with them; 1e7 rows, ~1 million coded
