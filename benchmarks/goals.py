@@ -48,11 +48,17 @@ def _goal(
         return row
     ratio = seconds / floor
     verdict = "met" if ratio <= limit else "MISSED"
+    if engine.startswith("duckdb") and goal.startswith(("search", "publish")) and float(size) < 1e8:
+        # The issue sets the search and publish goals for PostgreSQL and Spark (DuckDB's are its
+        # 1e8 run's); DuckDB's figures below 1e8 are shown beside them, not judged.
+        verdict = "reference"
     row.update(seconds=round(seconds, 4), floor_seconds=round(floor, 4), x_floor=round(ratio, 2))
     row["verdict"] = verdict
+    bound = (
+        f"goal <= {limit:g}x" if verdict != "reference" else f"PostgreSQL's and Spark's goal <= {limit:g}x"
+    )
     row["text"] = (
-        f"{_shown(engine)} {size} {what} {_s(seconds)} = {ratio:.1f}x scan {_s(floor)} "
-        f"(goal <= {limit:g}x): {verdict}"
+        f"{_shown(engine)} {size} {what} {_s(seconds)} = {ratio:.1f}x scan {_s(floor)} ({bound}): {verdict}"
     )
     return row
 
