@@ -277,7 +277,7 @@ def assess(
     )
     if validate is not None:
         validate(ft)
-    if local is None or not near_checks:
+    if not near_checks:
         return assess_tables(be, policy, ft, rel, reference, population_exprs or qi_exprs)
     with local(ft) as near:
         numbered = number(near, ft, sort_keys)
