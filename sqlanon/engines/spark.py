@@ -194,7 +194,7 @@ class SparkBackend(Backend):
             schema, catalog = _opt(ctx.get("schema")), _opt(ctx.get("catalog"))
             return [(int(self._database_exists(schema, catalog)),)]
         if name == "catalog/leftovers":
-            return [(c, d, n, k) for c, d, n, k in self._relations() if "sqlanon" in n.lower()]
+            return self._relations("*sqlanon*")
         if name == "catalog/views":
             return self._views()
         raise SqlanonError(f"catalog: {name!r} has no Spark catalogue equivalent")
@@ -233,17 +233,18 @@ class SparkBackend(Backend):
             return [(cat.currentCatalog(), schema, name, "table", "", 0)]
         return []
 
-    def _relations(self) -> list[tuple[str, str, str, str]]:
+    def _relations(self, like: str = "*") -> list[tuple[str, str, str, str]]:
         """(catalog, database, name, VIEW|TABLE) of every persistent relation of the current
-        catalogue (temporary views are the session's own)."""
-        cat = self._spark.catalog
+        catalogue whose name matches ``like`` (temporary views are the session's own): ``SHOW
+        TABLES ... LIKE`` names them and only they are described. ``listTables`` described every
+        relation of every database: 1-2.5 s of each ``anonymise`` looking for leftovers here."""
         out = []
-        for d in cat.listDatabases():
-            for t in cat.listTables(_quoted(d.catalog, d.name) if d.catalog else _quoted(d.name)):
-                if not t.isTemporary:
-                    ns = list(t.namespace or [d.name])
-                    kind = "VIEW" if str(t.tableType).upper() == "VIEW" else "TABLE"
-                    out.append((t.catalog or d.catalog or cat.currentCatalog(), ns[-1], t.name, kind))
+        for d in self._spark.catalog.listDatabases():
+            where = _quoted(d.catalog, d.name) if d.catalog else _quoted(d.name)
+            for r in self._run(f"SHOW TABLES IN {where} LIKE '{like}'").collect():
+                if not r["isTemporary"]:
+                    for db, sch, rel, kind, _oid, _t in self._named(str(r["tableName"]), d.name, d.catalog):
+                        out.append((db, sch, rel, kind.upper()))
         return out
 
     def _views(self) -> list[tuple]:
