@@ -222,12 +222,13 @@ def derive_k(k: int, significance: float, estimator: str, n: int, population_siz
 
 
 def resolve(policy: Any, n_rows: int) -> None:
-    """Derive the estimated k-map's k' from the source's size ``n_rows``, once (the first
-    measurement of the source: the search's :func:`~sqlanon.lattice.plan.prepare` or ``assess``);
-    a release measured later, smaller after suppression, keeps the source's k' as ARX does."""
+    """Derive the estimated k-map's k' from the source's size ``n_rows`` at each measurement of
+    the source (the search's :func:`~sqlanon.lattice.plan.prepare` or ``assess``; again where the
+    same policy meets a source of another size: k' grows with it); a release measured later,
+    smaller after suppression, keeps the source's k' as ARX does (it is never resolved)."""
     pres = getattr(policy.privacy, "presence", None)
     km = pres.kmap if pres is not None else None
-    if km is None or not km.estimated or km.derived:
+    if km is None or not km.estimated or km.derived.get("n") == n_rows:
         return
     assert km.population_size is not None
     if km.population_size < n_rows:

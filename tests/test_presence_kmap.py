@@ -160,6 +160,27 @@ def test_estimated_k_map_is_k_prime_anonymity(db: TestDB) -> None:
     assert a["violations"][label] == sum(c for c in sizes.values() if c < kp)
 
 
+def test_estimated_k_follows_the_source_as_it_grows(db: TestDB) -> None:
+    """A policy loaded once and used again (a Python process anonymising a growing table each
+    night) derives k' from the source's size of each run: k' grows with the sample (lambda =
+    (n / N) k), so the first run's k' would have checked the larger table too weakly."""
+    sample, _ = TABLES[1]
+    src, _ = _load(db, sample, sample)
+    km = {"k": 40, "population_size": 400, "significance": 0.05, "estimator": "zero-truncated-poisson"}
+    pol = parse_policy(_policy(src, None, {"k_map": km}))
+    with session(db.url) as be:
+        assess(be, pol)
+    first = derive_k(40, 0.05, "zero-truncated-poisson", len(sample), 400)
+    assert f"estimated as {first}-anonymity" in pol.privacy.presence.kmap.label
+    db.load(src, ["a", "b"], [list(r) for r in sample * 4], ["VARCHAR", "INTEGER"])  # replaced: 4x
+    grown = derive_k(40, 0.05, "zero-truncated-poisson", 4 * len(sample), 400)
+    assert grown > first
+    with session(db.url) as be:
+        plan = prepare(be, pol)
+    assert plan.n_rows == 4 * len(sample)
+    assert f"estimated as {grown}-anonymity" in pol.privacy.presence.kmap.label
+
+
 @pytest.mark.parametrize(
     ("privacy", "population", "message"),
     [
