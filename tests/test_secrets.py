@@ -493,6 +493,38 @@ def test_local_walk_under_a_german_datestyle_prints_no_date(pg_patients: TestDB,
     assert "1911" not in out + err and "11.11" not in out + err
 
 
+def test_local_measure_under_rounded_floats_counts_postgresql_s_classes(
+    pg_patients: TestDB, tmp_path: Path
+) -> None:
+    """A database whose extra_float_digits is 0 wrote 0.3 and 0.1 + 0.2 both as 0.3 into the local
+    copy, which then counted one class of four where PostgreSQL has two of two (k 4 locally, and
+    the policy satisfied). Sessions now start with extra_float_digits 3: the local and the database
+    measurements agree, and both say k = 2."""
+    db = pg_patients
+    db.sql(
+        "CREATE TABLE main.fl AS SELECT CAST(v AS DOUBLE PRECISION) AS score "
+        "FROM (VALUES (0.3), (0.3), (0.5), (0.5), (0.5), (0.5)) AS t(v)"
+    )
+    db.sql(
+        "INSERT INTO main.fl SELECT CAST(0.1 AS DOUBLE PRECISION) + CAST(0.2 AS DOUBLE PRECISION) "
+        "FROM GENERATE_SERIES(1, 2)"
+    )
+    db.sql(f"ALTER DATABASE {db._dbname} SET extra_float_digits = 0")
+    figures = {}
+    for where in ("local", "database"):
+        pol = {
+            "source": "main.fl",
+            "columns": {"score": "quasi"},
+            "privacy": {"k": 4},
+            "search": {"where": where},
+        }
+        code, out, err = cli("assess", str(write_policy(tmp_path, pol)), "--db", db.url, "--json")
+        assert code == 1, (where, code, err)  # not satisfied: two classes of two
+        figures[where] = json.loads(out)
+    assert figures["local"]["k"] == figures["database"]["k"] == 2
+    assert figures["local"]["classes"] == figures["database"]["classes"] == 3
+
+
 def test_a_failed_secret_load_is_one_line_without_its_values(
     duck_patients: TestDB, tmp_path: Path, monkeypatch
 ) -> None:  # noqa: ANN001
