@@ -80,6 +80,12 @@ def _escape_colons(sql: str) -> str:
 class Backend:
     """A live connection plus its sqlglot dialect; owns the session-temporary relations it makes."""
 
+    #: Whether a failed statement's error quotes the driver's message (a class attribute, not a
+    #: field). False for the local walk's DuckDB, whose tables are copies of personal data: DuckDB
+    #: casts text implicitly where PostgreSQL refuses, and its conversion errors quote the value
+    #: (``Could not convert string 'cold' to INT32``), so its errors name the statement only.
+    driver_text = True
+
     dialect: str
     url: str
     _conn: Any = None
@@ -119,7 +125,16 @@ class Backend:
         # A driver turns an interrupt into its own exception (DuckDB's InterruptException, a
         # cancelled PostgreSQL query): the recorded signal says what really happened.
         interrupt.check()
+        if not self.driver_text:
+            return SqlanonError(
+                f"{what} {name!r} failed in the local walk's DuckDB ({type(e).__name__}); "
+                "set search.where: database to run it in the warehouse"
+            )
         return SqlanonError(f"{what} {name!r} failed on {self.dialect}: {_first_line(e)}")
+
+    def _cause(self, e: BaseException) -> BaseException | None:
+        """The exception a failure is chained to: none where the driver's text must not show."""
+        return e if self.driver_text else None
 
     def _sql(self, name: str, kind: str, context: dict[str, object]) -> str:
         if self.search_path is not None:
@@ -200,14 +215,14 @@ class Backend:
             res = self._run(sql)
             return [tuple(r) for r in res.fetchall()]
         except Exception as e:  # noqa: BLE001 - any driver error becomes one line
-            raise self._fail("query", name, e) from e
+            raise self._fail("query", name, e) from self._cause(e)
 
     def execute(self, name: str, /, *, kind: str, **context: object) -> None:
         sql = self._sql(name, kind, context)
         try:
             self._run(sql)
         except Exception as e:  # noqa: BLE001
-            raise self._fail("statement", name, e) from e
+            raise self._fail("statement", name, e) from self._cause(e)
 
     # -- catalogue ---------------------------------------------------------------------------
     def columns(self, rel: Relation) -> list[Column]:

@@ -46,6 +46,7 @@ class LocalBackend(DuckDBBackend):
     name -> copy) is copied before the first statement whose text names it; the source's columns
     are answered from the warehouse's (``known``), for the metrics that read their types."""
 
+    driver_text = False  # its errors never quote DuckDB's message (a copied value): Backend._fail
     pending: dict[str, Callable[[], int]] = dataclasses.field(default_factory=dict)
     known: dict[Relation, list[Column]] = dataclasses.field(default_factory=dict)
     moved: int = 0
