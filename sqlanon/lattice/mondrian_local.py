@@ -77,7 +77,7 @@ def run_mondrian(
             freq = plan.base.freq
             cols = freq_columns(plan, local)
             local.pending[freq.name] = lambda: _copy_numbered(be, local, numbered, freq, cols)
-        res = mondrian(lp, progress)
+        res = mondrian(lp, progress, scratch=True)
         if numbered is not None:
             assert res.values is not None
             pairs = _pairs(local, res)
