@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from sqlanon.engines import session
 from sqlanon.lattice import mondrian_local, prepare
@@ -96,3 +97,28 @@ def test_local_copy_keeps_only_what_the_rounds_read(tmp_path: Path, monkeypatch:
     ((copies, kept),) = seen  # the spy sees the local run only
     assert not copies & kept, copies & kept
     assert trees[0] == trees[1] and len(trees[0]) > 100
+
+
+def test_local_rounds_past_the_memory_limit_say_so(tmp_path: Path, monkeypatch: Any) -> None:
+    """Past the local DuckDB's memory_limit (it may not spill): one line naming the setting and the
+    way out, not DuckDB's allocation error."""
+    from sqlanon.errors import SqlanonError
+    from sqlanon.lattice import local as local_mod
+
+    path = tmp_path / "m.duckdb"
+    _table(path, 50_000)
+    real = local_mod.open_local
+
+    def small(be: Any, src: Any) -> Any:
+        opened = real(be, src)
+        opened._conn.exec_driver_sql("SET memory_limit = '8MB'")
+        return opened
+
+    monkeypatch.setattr(local_mod, "open_local", small)
+    with session(f"duckdb:///{path}") as be:
+        with pytest.raises(SqlanonError) as e:
+            mondrian_local.run_mondrian(prepare(be, _policy("local")))
+    msg = str(e.value)
+    assert (
+        "\n" not in msg and "memory_limit (7.6 MiB" in msg and msg.endswith("set search.where: database")
+    ), msg
