@@ -77,13 +77,31 @@ def run_mondrian(
             freq = plan.base.freq
             cols = freq_columns(plan, local)
             local.pending[freq.name] = lambda: _copy_numbered(be, local, numbered, freq, cols)
-        res = mondrian(lp, progress)
+        res = _rounds(lp, progress)
         if numbered is not None:
             assert res.values is not None
             pairs = _pairs(local, res)
             res = dataclasses.replace(res, work=upload_pairs(be, pairs), values=numbered)
         moved = local.moved
     return res, {"search_location": "local", "rows_transferred": moved}
+
+
+def _rounds(lp: Plan, progress: Progress | None) -> MondrianResult:
+    """The rounds on the local copy. Past the local DuckDB's ``memory_limit`` (DuckDB's default,
+    80 % of RAM: it may not spill the copy, personal data, to disk) a statement fails; the error
+    then names the limit and the way out, the rounds in the warehouse. The rounds hold about three
+    working tables (each ~100 bytes a frequency-table row), so a limit that fails is rare."""
+    try:
+        return mondrian(lp, progress, scratch=True)
+    except SqlanonError as e:
+        if "out of memory" not in str(e).lower():
+            raise
+        lp.be.rollback()
+        limit = lp.be._conn.exec_driver_sql("SELECT current_setting('memory_limit')").scalar()
+        raise SqlanonError(
+            f"search.where: local: Mondrian's rounds outgrew the local DuckDB's memory_limit ({limit}; "
+            "it holds personal data and may not spill to disk); set search.where: database"
+        ) from None
 
 
 def _copy_numbered(
