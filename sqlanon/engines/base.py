@@ -126,8 +126,9 @@ class Backend:
         # cancelled PostgreSQL query): the recorded signal says what really happened.
         interrupt.check()
         if not self.driver_text:
+            kind = type(getattr(e, "orig", e)).__name__  # DuckDB's own exception, not SQLAlchemy's
             return SqlanonError(
-                f"{what} {name!r} failed in the local walk's DuckDB ({type(e).__name__}); "
+                f"{what} {name!r} failed in the local walk's DuckDB ({kind}); "
                 "set search.where: database to run it in the warehouse"
             )
         return SqlanonError(f"{what} {name!r} failed on {self.dialect}: {_first_line(e)}")

@@ -94,7 +94,7 @@ def _rounds(lp: Plan, progress: Progress | None) -> MondrianResult:
     try:
         return mondrian(lp, progress, scratch=True)
     except SqlanonError as e:
-        if "out of memory" not in str(e).lower():
+        if "(OutOfMemoryException)" not in str(e):  # Backend._fail names DuckDB's exception only
             raise
         lp.be.rollback()
         limit = lp.be._conn.exec_driver_sql("SELECT current_setting('memory_limit')").scalar()
