@@ -42,6 +42,7 @@ declared, then to the median cut.
 from __future__ import annotations
 
 import gc
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,7 +205,10 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
     for j, d in enumerate(raw):
         nulls, lo, hi, card = row[4 * j : 4 * j + 4]
         name = plan.qi_names[j]
-        numeric = bool(d["numeric"]) and not nulls
+        # An axis of values only where its range is finite: a double's Infinity or NaN (PostgreSQL
+        # sorts NaN above every number) would put inf or nan into the statements' arithmetic and
+        # text; such a column is cut on its values' ranks instead, as a text one is.
+        numeric = bool(d["numeric"]) and not nulls and math.isfinite(float(hi) - float(lo))
         h = plan.hierarchies[j]
         # Along the hierarchy: a non-numeric axis whose QI declares one (its levels below '*').
         levels = h.height if not numeric and specs[name].hierarchy is not None else 0
