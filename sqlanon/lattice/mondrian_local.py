@@ -112,11 +112,24 @@ def _copy_numbered(
     rid = ident("rid")
     moved = copy_table(be, local, numbered, [(rid, "int64"), *cols])
     listed = ", ".join(str(a) for a, _ in cols)
-    local._conn.connection.driver_connection.execute(
+    _raw(
+        local,
+        "mondrian/values",
         f"CREATE VIEW {freq.table().sql('duckdb')} AS SELECT {rid} AS {ident(WRID)}, {listed} "
-        f"FROM {numbered.table().sql('duckdb')}"
+        f"FROM {numbered.table().sql('duckdb')}",
     )
     return moved
+
+
+def _raw(local: LocalBackend, what: str, sql: str, arrow: bool = False) -> Any:
+    """A statement written here rather than from a template, run on the local DuckDB's own
+    connection; a failure is one line naming DuckDB's exception, never its message (a copied value:
+    :meth:`~sqlanon.engines.base.Backend._fail`), and no traceback."""
+    try:
+        run = local._conn.connection.driver_connection
+        return run.sql(sql).to_arrow_table() if arrow else run.execute(sql)
+    except Exception as e:  # noqa: BLE001 - any driver error becomes one line
+        raise local._fail("statement", what, e) from None
 
 
 def _pairs(local: LocalBackend, res: MondrianResult) -> Any:
@@ -128,7 +141,7 @@ def _pairs(local: LocalBackend, res: MondrianResult) -> Any:
         f"SELECT CAST(v.{ident(WRID)} AS BIGINT) AS rid, CAST(w.pid AS BIGINT) AS pid "
         f"FROM {work} AS w JOIN {vals} AS v ON v.rid = w.rid"
     )
-    return local._conn.connection.driver_connection.sql(sql).to_arrow_table()
+    return _raw(local, "mondrian/map", sql, arrow=True)
 
 
 def upload_pairs(be: Backend, pairs: Any) -> Relation:
