@@ -186,3 +186,23 @@ def test_a_sensitive_attribute_keeps_the_frequency_table_in_postgres(pg: Any) ->
     # one scan of the source for the search (before the fix: copied out, then built again)
     assert out["search_location"] == "local" and len(scans) == 1, scans
     assert _freq_builds(scans)
+
+
+def test_an_interrupted_copy_is_the_interrupt(pg: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A COPY that fails because Ctrl-C cancelled it (the driver's own error) is reported as the
+    interrupt (exit 130), not as a failed copy: the search's scan now runs inside the copy."""
+    import signal
+
+    from sqlanon import interrupt
+
+    def cancelled(*args: Any, **kwargs: Any) -> int:
+        interrupt._state["signum"] = signal.SIGINT  # what the handler records
+        raise RuntimeError("canceling statement due to user request")
+
+    monkeypatch.setattr(localdb.LocalBackend, "load", cancelled)
+    try:
+        with session(pg.url) as be, pytest.raises(interrupt.Interrupted):
+            prepare(be, _policy())
+    finally:
+        interrupt.reset()
+    assert not open_local_duckdbs()

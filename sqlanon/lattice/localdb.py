@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from sqlanon import interrupt
 from sqlanon.engines import Backend, Column
 from sqlanon.engines.duckdb import DuckDBBackend
 from sqlanon.errors import SqlanonError
@@ -268,6 +269,7 @@ def copy_select(
     except SqlanonError:
         raise
     except Exception as e:  # noqa: BLE001 - a driver or a cast error becomes one line
+        interrupt.check()  # a COPY cancelled by Ctrl-C (the search's scan, now): the interrupt
         # Never the driver's text: a cast error quotes the value it could not read (a raw QI value).
         kinds = ", ".join(f"{n} {t}" for n, t in zip(names, types, strict=True))
         raise SqlanonError(
