@@ -12,6 +12,7 @@ tests/test_pg_walk.py.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +25,7 @@ from sqlanon.lattice import local, localdb, localfreq, prepare
 from sqlanon.lattice.evaluator import Evaluator
 from sqlanon.policy import parse_policy
 from sqlanon.publish import anonymise
+from sqlanon.relation import Relation
 from tests.conftest import ADULT_DIR, read_adult
 from tests.helpers import adult_db
 from tests.test_local_walk_session import open_local_duckdbs
@@ -205,4 +207,21 @@ def test_an_interrupted_copy_is_the_interrupt(pg: Any, monkeypatch: pytest.Monke
             prepare(be, _policy())
     finally:
         interrupt.reset()
+    assert not open_local_duckdbs()
+
+
+def test_the_warehouse_refusing_the_scan_says_why(pg: Any) -> None:
+    """PostgreSQL failing the search's scan (here: a view's division by zero) is reported with the
+    server's own reason, as when it built the table (before: "copying the search's table
+    failed", which advised walking in the warehouse), and leaves no local DuckDB open."""
+    pg.sql(
+        "CREATE OR REPLACE VIEW main.adult_bad AS SELECT sex, age, "
+        "CASE WHEN age > 0 THEN CAST(1 / (age - age) AS TEXT) END AS race, education, occupation "
+        "FROM main.adult"
+    )
+    pol = _policy()
+    pol = dataclasses.replace(pol, source=Relation("adult_bad", "main"))
+    with session(pg.url) as be, pytest.raises(SqlanonError) as err:
+        prepare(be, pol)
+    assert "freq/base" in str(err.value) and "division by zero" in str(err.value), err.value
     assert not open_local_duckdbs()

@@ -249,11 +249,14 @@ def copy_select(
     sql: str,
     cols: list[tuple[Sql, str]],
     cap: int | None = None,
+    what: str | None = None,
 ) -> int | None:
     """The rows of ``be``'s SELECT ``sql`` (its columns ``cols``, as :func:`copy_table` takes
     them) into a table ``rel`` of the local DuckDB ``target()``, called once the statement is
     sent (the imports it waits on overlap the warehouse's work); the rows copied, or None (the
-    table holds only part of them) where there were more than ``cap``."""
+    table holds only part of them) where there were more than ``cap``. ``what``: the template of
+    ``sql``, named with the server's own error where the warehouse refuses it (the search's scan:
+    a missing privilege, a timeout), as any statement's failure is."""
     names = [str(a).strip('"') for a, _ in cols]
     types = [t for _, t in cols]
     loaded = [(n, _cast(t, be.dialect)) for n, t in zip(names, types, strict=True)]
@@ -270,6 +273,8 @@ def copy_select(
         raise
     except Exception as e:  # noqa: BLE001 - a driver or a cast error becomes one line
         interrupt.check()  # a COPY cancelled by Ctrl-C (the search's scan, now): the interrupt
+        if what is not None and getattr(e, "sqlstate", None):  # the server's error, not a value's cast
+            raise be._fail("statement", what, e) from None
         # Never the driver's text: a cast error quotes the value it could not read (a raw QI value).
         kinds = ", ".join(f"{n} {t}" for n, t in zip(names, types, strict=True))
         raise SqlanonError(

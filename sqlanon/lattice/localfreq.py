@@ -77,7 +77,8 @@ class DirectCopy:
         be.close_staged()  # one per session (localdb.stage_coded)
         opening = Opening(be, src, self.columns)
         try:
-            moved = copy_select(be, opening.result, rel, be._sql(template, "select", context), cols, cap)
+            sql = be._sql(template, "select", context)
+            moved = copy_select(be, opening.result, rel, sql, cols, cap, what=template)
         except BaseException:
             opening.discard()
             raise
