@@ -110,6 +110,13 @@ def test_the_frequency_table_is_built_in_postgres_when_named_there(pg: Any) -> N
         plan = prepare(be, _policy())
         freq = plan.base.freq.name
         assert _freq_builds(be.log) == [] and be.staged is not None and be.staged[0] == plan.coded.name
+        # the DuckDB opened on a thread during the scan keeps localdb's guarantees: memory only
+        raw = be.staged[1]._conn.connection.driver_connection
+        temp_dir, external, path = raw.execute(
+            "SELECT current_setting('temp_directory'), current_setting('enable_external_access'), "
+            "(SELECT path FROM duckdb_databases() WHERE database_name = current_database())"
+        ).fetchall()[0]
+        assert (temp_dir, str(external).lower(), path) == ("", "false", None)
         assert (plan.n_rows, plan.base_rows) == (ROWS, _distinct())
         top = tuple(plan.heights)
         bottom = tuple(0 for _ in plan.heights)
