@@ -284,6 +284,7 @@ def test_every_template_is_covered(recorded):  # noqa: ANN001
         "catalog/can_create_temp",  # PostgreSQL only, at connect time
         "catalog/collations",  # PostgreSQL only, from 1e5 rows: tests/test_local_measure.py runs it
         "catalog/pages",  # PostgreSQL only: tests/test_pgparts.py runs it
+        "search/at_least",  # PostgreSQL only, the local walk's threshold: tests/test_local_freq.py runs it
         "ddl/drop_view",
         "assess/order_check",
     }

@@ -80,16 +80,19 @@ class PostgresBackend(Backend):
         """A streaming Arrow reader over ``COPY (sql) TO STDOUT`` in CSV: pyarrow parses the bytes
         in C as they arrive (the ``int32``/``int64`` columns as Arrow integers, every other column
         as text, for the reader to cast). NULL is the empty unquoted field, an empty string the
-        quoted one (PostgreSQL's CSV format)."""
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-
+        quoted one (PostgreSQL's CSV format). pyarrow is imported once the statement is sent: a
+        first import (on ``prefetch``'s thread, sqlanon.search_where) overlaps the server's work."""
         copy = f"COPY ({sql}) TO STDOUT (FORMAT csv)"
         self.log.append(copy)
         names = [n for n, _ in columns]
-        column_types = {n: (getattr(pa, t)() if t in ("int32", "int64") else pa.string()) for n, t in columns}
         raw = self._conn.connection.driver_connection
         with raw.cursor() as cursor, cursor.copy(copy) as cp:
+            import pyarrow as pa
+            import pyarrow.csv as pacsv
+
+            column_types = {
+                n: (getattr(pa, t)() if t in ("int32", "int64") else pa.string()) for n, t in columns
+            }
             stream = io.BufferedReader(CopyStream(iter(cp)))
             if not stream.peek(1):  # no rows: pyarrow's CSV reader refuses an empty file
                 schema = pa.schema([(n, column_types[n]) for n in names])

@@ -21,7 +21,8 @@ On PostgreSQL from :data:`~sqlanon.lattice.localdb.STAGE_MIN_ROWS` source record
 does not build the coded table there at all: it copies the frequency table's values and codes them
 in the local DuckDB (:func:`~sqlanon.lattice.localdb.stage_coded`), which :func:`local_plan` then
 walks (the session's ``Backend.staged``, taken here); the warehouse builds its own coded table
-only if one of its statements reads it.
+only if one of its statements reads it. Without a sensitive attribute it builds no frequency table
+either: the one scan is copied out as it is counted (:mod:`sqlanon.lattice.localfreq`).
 
 The copied tables are personal data (aggregates of the source), so the local DuckDB is
 ``:memory:`` with ``temp_directory=''`` (DuckDB cannot offload a block to disk: past its

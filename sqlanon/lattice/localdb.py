@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from sqlanon import interrupt
 from sqlanon.engines import Backend, Column
 from sqlanon.engines.duckdb import DuckDBBackend
 from sqlanon.errors import SqlanonError
@@ -63,9 +64,10 @@ class LocalBackend(DuckDBBackend):
         return super().columns(rel)
 
 
-def open_local(be: Backend, src: Relation) -> LocalBackend:
+def open_local(be: Backend, src: Relation, columns: list[Column] | None = None) -> LocalBackend:
     """A fresh in-memory DuckDB that cannot spill nor touch a file (the module docstring),
-    answering the source's columns from the warehouse's."""
+    answering the source's columns from the warehouse's (``columns``: already read, for a caller
+    whose connection is busy with a COPY)."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.pool import StaticPool
 
@@ -77,7 +79,7 @@ def open_local(be: Backend, src: Relation) -> LocalBackend:
         for setting in ("SET temp_directory = ''", "SET enable_external_access = false"):
             local._conn.execute(text(setting))
         local.commit()
-        local.known[src] = be.require_columns(src, "source")
+        local.known[src] = columns if columns is not None else be.require_columns(src, "source")
     except BaseException:
         local.close()
         raise
@@ -86,7 +88,12 @@ def open_local(be: Backend, src: Relation) -> LocalBackend:
 
 def freq_cols(local: LocalBackend, src: Relation, base: FrequencyTables) -> list[tuple[Sql, str]]:
     """The base frequency table's columns with their types: the values as the source has them."""
-    types = {c.name: c.type for c in local.known[src]}
+    return source_freq_cols(local.known[src], base)
+
+
+def source_freq_cols(known: list[Column], base: FrequencyTables) -> list[tuple[Sql, str]]:
+    """:func:`freq_cols` from the source's columns ``known``."""
+    types = {c.name: c.type for c in known}
     cols = [(a, types[n]) for a, n in zip(base.q_aliases, base.qi_names, strict=True)]
     cols += [(a, types[n]) for a, n in zip(base.s_aliases, base.s_names, strict=True)]
     return cols + [(a, "int64") for a in [*base.sid_aliases, ident("cnt")]]
@@ -144,6 +151,7 @@ def stage_coded(
     aliases: list[Sql],
     flags: bool,
     walk: bool = True,
+    local: LocalBackend | None = None,
 ) -> tuple[Relation, tuple] | None:
     """For :func:`sqlanon.lattice.plan.prepare` where the walk will be local on PostgreSQL or Spark:
     copy the base frequency table (its values) into the local DuckDB and build the coded table
@@ -161,7 +169,11 @@ def stage_coded(
     The warehouse builds its own coded table only if a statement there names it
     (``Backend.deferred``: the choice with a table-wide risk bound, publishing a node the walk
     did not count); its codes may number the labels differently, never group them differently.
+    ``local``: the DuckDB :class:`DirectCopy` already copied the frequency table into (the checks
+    above passed before it did).
     """
+    if local is not None:
+        return _code_locally(be, local, coding, aliases, flags)
     if (
         not walk
         or be.dialect not in STAGE_ENGINES
@@ -183,9 +195,21 @@ def stage_coded(
             return None  # location() will search in the database
     be.close_staged()  # one per session: an earlier plan that was never walked copies its own
     local = open_local(be, src)
-    coded = be.temp_relation("coded")
     try:
         local.moved = copy_table(be, local, base.freq, freq_cols(local, src, base))
+    except BaseException:
+        local.close()
+        raise
+    return _code_locally(be, local, coding, aliases, flags)
+
+
+def _code_locally(
+    be: Backend, local: LocalBackend, coding: dict[str, Any], aliases: list[Sql], flags: bool
+) -> tuple[Relation, tuple]:
+    """Build the coded table in ``local`` from its copy of the frequency table, and register its
+    build in the warehouse for a statement there that names it (:func:`stage_coded`)."""
+    coded = be.temp_relation("coded")
+    try:
         template = find_template("search/coded", local.dialect)
         ctx = {**coding, "one_scan": False}  # DuckDB scans each column's DISTINCT in parallel
         local.execute("ddl/create_temp", kind="create", _target=coded, _template=template, **ctx)
@@ -213,16 +237,45 @@ def copy_table(be: Backend, local: Backend, rel: Relation, cols: list[tuple[Sql,
     copied. The rows pass as Arrow record batches over each engine's bulk path
     (``Backend.read_arrow``, then the local DuckDB's ``Backend.load``), never as Python objects."""
     require_arrow()  # the bulk paths' Arrow: said in one line where it is missing
+    sql = be._sql("search/rows", "select", {"rel": rel, "cols": [a for a, _ in cols]})
+    moved = copy_select(be, lambda: local, rel, sql, cols)
+    assert moved is not None
+    return moved
+
+
+def copy_select(
+    be: Backend,
+    target: Callable[[], LocalBackend],
+    rel: Relation,
+    sql: str,
+    cols: list[tuple[Sql, str]],
+    cap: int | None = None,
+    what: str | None = None,
+) -> int | None:
+    """The rows of ``be``'s SELECT ``sql`` (its columns ``cols``, as :func:`copy_table` takes
+    them) into a table ``rel`` of the local DuckDB ``target()``, called once the statement is
+    sent (the imports it waits on overlap the warehouse's work); the rows copied, or None (the
+    table holds only part of them) where there were more than ``cap``. ``what``: the template of
+    ``sql``, named with the server's own error where the warehouse refuses it (the search's scan:
+    a missing privilege, a timeout), as any statement's failure is."""
     names = [str(a).strip('"') for a, _ in cols]
     types = [t for _, t in cols]
-    sql = be._sql("search/rows", "select", {"rel": rel, "cols": [a for a, _ in cols]})
     loaded = [(n, _cast(t, be.dialect)) for n, t in zip(names, types, strict=True)]
+    over: list[bool] = []
     try:
         with be.read_arrow(sql, list(zip(names, types, strict=True))) as reader:
-            moved = local.load(rel.table(), loaded, reader, temporary=False)
+            local = target()
+            rows = reader if cap is None else _capped(reader, cap, over)
+            moved = local.load(rel.table(), loaded, rows, temporary=False)
+            if over:
+                for _ in reader:  # the rest, unread, before the COPY ends (pyarrow reads ahead)
+                    pass
     except SqlanonError:
         raise
     except Exception as e:  # noqa: BLE001 - a driver or a cast error becomes one line
+        interrupt.check()  # a COPY cancelled by Ctrl-C (the search's scan, now): the interrupt
+        if what is not None and getattr(e, "sqlstate", None):  # the server's error, not a value's cast
+            raise be._fail("statement", what, e) from None
         # Never the driver's text: a cast error quotes the value it could not read (a raw QI value).
         kinds = ", ".join(f"{n} {t}" for n, t in zip(names, types, strict=True))
         raise SqlanonError(
@@ -230,7 +283,23 @@ def copy_table(be: Backend, local: Backend, rel: Relation, cols: list[tuple[Sql,
             f"columns {kinds}); set search.where: database to walk in the warehouse"
         ) from None
     local._temps.append(rel.name)
-    return moved
+    return None if over else moved
+
+
+def _capped(reader: Any, cap: int, over: list[bool]) -> Any:
+    """``reader``'s batches until more than ``cap`` rows have come (then ``over`` is marked)."""
+    import pyarrow as pa
+
+    def batches() -> Any:
+        n = 0
+        for batch in reader:
+            n += batch.num_rows
+            if n > cap:
+                over.append(True)
+                return
+            yield batch
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
 def _cast(type_name: str, dialect: str) -> str | None:

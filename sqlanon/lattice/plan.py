@@ -15,6 +15,7 @@ from sqlglot import exp
 from sqlanon.engines import Backend, Column
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.localdb import stage_coded
+from sqlanon.lattice.localfreq import direct_copy
 from sqlanon.likeness import likeness_monotone
 from sqlanon.measure.assessment import (
     EPS,
@@ -282,6 +283,8 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
     s_names = [c.name for c in policy.sensitive]
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
     prefetch(be.dialect, policy.search.where)  # the local walk's imports, while the builds run
+    # counted straight into the local walk's DuckDB where it will code locally (lattice/localfreq.py)
+    direct = direct_copy(be, policy, qi_names, s_names, walk)
     base = build_frequency_tables(
         be,
         policy.source,
@@ -291,15 +294,18 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
         s_names,
         sort_keys,
         with_classes=False,
+        create=direct.create if direct is not None else None,
     )
-    n_rows = int(be.query("search/total", base=base.freq)[0][0] or 0)
+    local = direct.local if direct is not None else None
+    freq_be = local or be  # where the base frequency table's rows are
+    n_rows = int(freq_be.query("search/total", base=base.freq)[0][0] or 0)
     if n_rows == 0:
         raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
     resolve(policy, n_rows)  # the estimated k-map's k' (sqlanon.presence), before any check is built
     preds = _coverage_predicates(hierarchies, base)
     flag_in_coded = len(preds) <= COVERAGE_BITS
     if not flag_in_coded:
-        check_coverage(be, hierarchies, base)
+        check_coverage(freq_be, hierarchies, base)
     code_alias: dict[tuple[int, int], Sql] = {}
     qis = []
     bits: dict[int, int] = {}
@@ -327,7 +333,7 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
     coding = {"base": base.freq, "qis": qis, "sid_aliases": base.sid_aliases, "code_type": code_type}
     aliases = [code_alias[k] for k in keys]
     # coded in a local DuckDB where a walk follows on PostgreSQL (sqlanon/lattice/localdb.py)
-    staged = stage_coded(be, policy, base, n_rows, coding, aliases, bool(bits), walk)
+    staged = stage_coded(be, policy, base, n_rows, coding, aliases, bool(bits), walk, local)
     if staged is None:
         # the dictionaries' values in one scan on PostgreSQL (coded.sql.j2)
         coded = be.create_temp("coded", "search/coded", **coding, one_scan=be.dialect == "postgres")
@@ -343,7 +349,7 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
     card = {k: int(v) for k, v in zip(keys, summary[2 if bits else 1 :], strict=True)}
     for r in policy.privacy.l:
         m = int(
-            be.query(
+            freq_be.query(
                 "search/distinct_count", base=base.freq, col=base.sid_aliases[s_names.index(r.attribute)]
             )[0][0]
         )

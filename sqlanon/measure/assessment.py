@@ -84,6 +84,7 @@ def build_frequency_tables(
     n_alias: Sql | None = None,
     ranks: bool = True,
     weight: Sql | None = None,
+    create: Callable[..., Relation] | None = None,
 ) -> FrequencyTables:
     """Scan ``source`` once into the base frequency table, then derive the class table from it.
     Without ``with_classes`` (the search) the table has no cid and no class table is made: the sort
@@ -91,11 +92,12 @@ def build_frequency_tables(
     class's size) the classes for which it holds are left out: the frequency table of a
     count-only release, built from its source (:func:`sqlanon.measure.release.release_check`).
     Without ``ranks``: only grouped (no cid, sid_i: :func:`number`); ``weight``: a column of
-    ``source`` counting each row's records, summed instead of counting rows."""
+    ``source`` counting each row's records, summed instead of counting rows; ``create``: builds
+    the base table in place of ``be.create_temp`` (the local walk's copy, ``lattice.localdb``)."""
     q_aliases = [ident(f"q_{i}") for i in range(len(qi_exprs))]
     s_aliases = [ident(f"s_{i}") for i in range(len(s_exprs))]
     sid_aliases = [ident(f"sid_{i}") for i in range(len(s_exprs))]
-    freq = be.create_temp(
+    freq = (create or be.create_temp)(
         "freq",
         "freq/base",
         source=source,
