@@ -232,3 +232,33 @@ def test_the_warehouse_refusing_the_scan_says_why(pg: Any) -> None:
         prepare(be, pol)
     assert "freq/base" in str(err.value) and "division by zero" in str(err.value), err.value
     assert not open_local_duckdbs()
+
+
+@pytest.mark.parametrize("suppression", [0.0, 0.05])
+def test_the_scan_in_page_ranges_gives_the_same_search(
+    pg: Any, suppression: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Split into page ranges (sqlanon/engines/pgparts.py: a Parallel Append of GROUP BYs, each
+    range's groups copied, the local DuckDB summing those that several ranges share): the same
+    frequency table (its rows the distinct combinations, its records the table's), the same node
+    and published rows as the search in the database."""
+    from sqlanon.engines import pgparts
+
+    monkeypatch.setattr(pgparts, "PART_MIN_PAGES", 1)  # the test table has a few dozen pages
+    with session(pg.url) as be:
+        plan = prepare(be, _policy())
+        copies = [s for s in be.log if s.startswith("COPY (SELECT")]
+        assert len(copies) == 1 and copies[0].count("ctid") == 2 and " UNION ALL " in copies[0]
+        assert (plan.n_rows, plan.base_rows) == (ROWS, _distinct())
+    runs = {}
+    for where in ("database", "auto"):
+        target = f"parts_{where}_{int(suppression * 100)}"
+        with session(pg.url) as be:
+            runs[where] = anonymise(be, _policy(where, suppression, target), replace=True)["node"]
+    assert runs["auto"] == runs["database"]
+    cols = ", ".join(f'"{c}"' for c in QIS)
+    rows = {
+        w: sorted(map(repr, pg.sql(f"SELECT {cols} FROM main.parts_{w}_{int(suppression * 100)}")))
+        for w in runs
+    }
+    assert rows["auto"] == rows["database"] and len(rows["auto"]) > 0

@@ -42,7 +42,7 @@ def test_parts_count_every_row_once(pg: TestDB, monkeypatch: pytest.MonkeyPatch)
     for rel in ("t", "m"):
         with session(pg.url) as be:
             parts = pgparts.page_parts(be, Relation(rel, "main"))
-        assert parts is not None and len(parts) == 3  # two workers (the default) and the leader
+        assert parts is not None and len(parts) == 2  # one per worker (two: the default)
         whole = _groups(pg, f"main.{rel}")
         merged: Counter = Counter()
         for p in parts:

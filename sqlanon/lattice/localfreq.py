@@ -22,12 +22,14 @@ the copy took 1.69 s against 1.36 s: each worker's partial aggregate holds nearl
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import threading
 from typing import Any
 
 from sqlanon.engines import Backend, Column
+from sqlanon.engines.pgparts import page_parts, parallel_plan
 from sqlanon.lattice import localdb
 from sqlanon.lattice.localdb import (
     EXACT_TYPES,
@@ -39,7 +41,7 @@ from sqlanon.lattice.localdb import (
 from sqlanon.measure.assessment import FrequencyTables
 from sqlanon.relation import Relation
 from sqlanon.search_where import LOCAL_MAX_ROWS
-from sqlanon.sql.compile import find_template
+from sqlanon.sql.compile import find_template, ident
 
 #: Engines whose frequency table :class:`DirectCopy` copies as it is counted. Not Spark: its
 #: frequency table is cached for the walk's statements there, and its copy is Arrow already.
@@ -80,14 +82,23 @@ class DirectCopy:
         cols = source_freq_cols(self.columns, shape)
         cap = LOCAL_MAX_ROWS if self.policy.search.where == "auto" else None
         be.close_staged()  # one per session (localdb.stage_coded)
+        # the scan in parallel parts where PostgreSQL can (engines/pgparts.py), merged here
+        parts = None if context["s_aliases"] else page_parts(be, src)
         opening = Opening(be, src, self.columns)
         try:
-            sql = be._sql(template, "select", context)
-            moved = copy_select(be, opening.result, rel, sql, cols, cap, what=template)
+            if parts:
+                sql = " UNION ALL ".join(be._sql(template, "select", {**context, "part": p}) for p in parts)
+            else:
+                sql = be._sql(template, "select", context)
+            into = be.temp_relation("parts") if parts else rel
+            with parallel_plan(be) if parts else contextlib.nullcontext():
+                moved = copy_select(be, opening.result, into, sql, cols, cap, what=template)
+            local = opening.result()
+            if moved is not None and parts:
+                merge_parts(local, into, rel, context["q_aliases"])
         except BaseException:
             opening.discard()
             raise
-        local = opening.result()
         if moved is None:  # too many rows for auto's local walk: counted in the warehouse
             local.close()
             return be.create_temp(stem, template, **context)
@@ -107,6 +118,34 @@ class DirectCopy:
         be.staged = (rel.name, local)  # closed with the session should prepare stop here
         self.local = local
         return rel
+
+
+def merge_parts(local: LocalBackend, parts: Relation, rel: Relation, q_aliases: list[Any]) -> None:
+    """The frequency table ``rel`` from the groups of a scan in parts (``parts``: a combination of
+    values may be counted in several page ranges), summed by the same template, weighted by each
+    row's count; ``parts`` is dropped and the drop committed (DuckDB frees a dropped table's
+    memory only then)."""
+    local.execute(
+        "ddl/create_temp",
+        kind="create",
+        _target=rel,
+        _template=find_template("freq/base", local.dialect),
+        source=parts,
+        q_exprs=q_aliases,
+        q_aliases=q_aliases,
+        s_exprs=[],
+        s_aliases=[],
+        sid_aliases=[],
+        sort_keys=[],
+        with_cid=False,
+        group_exprs=q_aliases,
+        ranks=False,
+        weight=ident("cnt"),
+    )
+    local._temps.remove(parts.name)
+    local.execute("ddl/drop_table", kind="drop", target=parts)
+    local.commit()
+    local._temps.append(rel.name)
 
 
 class Opening:
