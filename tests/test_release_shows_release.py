@@ -117,3 +117,21 @@ def test_sources_differing_in_dropped_records_show_the_same_release(
     assert "verified_in" not in a["published"] and a["verified_in"]["location"] in ("local", "database")
     if where == "local":  # the operator's figures about the search still say what crossed
         assert a["rows_transferred"] > 0
+
+
+def test_the_reports_release_is_the_releases_own(db: TestDB, tmp_path: Path) -> None:
+    """``sqlanon report``: its *after* (the release measured) and the release's per-class
+    distributions (t against p(w)) are the same for the two sources; only its *before* is the
+    source's, by design (the report compares the two)."""
+    import sqlanon
+
+    data = {}
+    for source, dropped in (("pa", ("flu", "flu")), ("pb", ("flu", "HIV"))):
+        db.load(source, COLUMNS, _rows(dropped), TYPES)
+        pol = write_policy(tmp_path, _policy(db, source, "t_likeness", "database"), f"{source}.yaml")
+        data[source] = _normalised(sqlanon.report_data(str(pol), db.url, ks=[3]).to_dict(), source)
+    a, b = data["pa"], data["pb"]
+    assert a["before"]["information"]["diag"]["distinct_values"] == 3
+    assert b["before"]["information"]["diag"]["distinct_values"] == 4  # the source, as the report says
+    assert {**a["after"], "source": None} == {**b["after"], "source": None}  # source: a temporary name
+    assert a["distributions"]["after"] == b["distributions"]["after"]
