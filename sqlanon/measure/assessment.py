@@ -249,7 +249,8 @@ def assess(
     there that every hierarchy covers the values present).
 
     ``reference``: the source's frequency tables, when a published relation is re-verified; the
-    table-wide distribution p(w) of t-closeness is then the source's, as in the search.
+    t-closeness and likeness checks then take p(w) from the source, as in the search, while every
+    figure returned is the relation's own (sqlanon/measure/release_stats.py).
     ``population_exprs``: the QI expressions over the population's columns (a published release's
     node applied to the population), default the ``qi_exprs`` themselves.
     ``class_check``: (predicate, size alias), see :func:`build_frequency_tables`.
