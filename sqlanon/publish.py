@@ -44,11 +44,12 @@ from sqlanon.lattice import (
 )
 from sqlanon.lattice.mondrian import mondrian_release
 from sqlanon.lattice.mondrian_local import run_mondrian
-from sqlanon.measure.release import release_check
 from sqlanon.metrics import score, value
 from sqlanon.metrics.evaluate import mondrian_metrics
-from sqlanon.metrics.optimum import check_node_release, local_measure, walk
+from sqlanon.metrics.optimum import walk
 from sqlanon.metrics.safepub_search import safepub_release
+from sqlanon.metrics.verify import shown as release_shown
+from sqlanon.metrics.verify import verify
 from sqlanon.policy import Policy
 from sqlanon.relation import Relation
 from sqlanon.safepub import refuse_mondrian
@@ -159,9 +160,10 @@ def anonymise(
         return out
     assert target is not None
     out["leftovers"] = [str(r) for r in leftovers(be)]
-    out["published"] = _publish(
+    published = _publish(
         be, policy, plan, node, target, kind, replace, src_cols, res.bad_records, pre, pert.ctx
     )
+    out["published"] = release_shown(published, out)  # verified_in: the operator's, at the top level
     return out
 
 
@@ -366,38 +368,6 @@ def _privilege(name: str) -> Sql:
     return Sql(name.upper())
 
 
-def verify(plan: Plan, rel: Relation, node: Node | None, ctx: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Measure the new relation: every requirement must hold in every class (suppression is already
-    applied), and at most the allowed number of records may be missing.
-
-    A table is read back. A view's release context ``ctx``, where its classes need only their size
-    (:func:`~sqlanon.metrics.optimum.one_pass`), lets the view be measured from its source in one
-    GROUP BY instead of reading it: the view is that same generalisation, with the same check on
-    each class's size, so its classes are the source's grouped classes that pass the check; reading
-    it would run its window over every row first (issue 17: publishing near one scan)."""
-    local = local_measure(plan, rel)  # the checks in a local DuckDB once the warehouse has grouped
-    if node is None:  # a Mondrian release: no node to generalise the population to
-        be, pol = plan.be, plan.policy
-        result, bad, missing = release_check(
-            be, pol, rel, reference=plan.base, n_rows=plan.n_rows, population_exprs=None, local=local
-        )
-    else:
-        result, bad, missing = check_node_release(plan, rel, node, ctx, local)
-    if bad or missing > plan.allowed:
-        why = (
-            f"requirements failing: {', '.join(bad)}"
-            if bad
-            else (f"{missing} records missing, more than the {plan.allowed} allowed")
-        )
-        raise SqlanonError(
-            f"publish: the new relation does not satisfy the policy ({why}); nothing published"
-        )
-    result["suppressed_records"] = missing
-    moved = 0 if local is None else local.moved
-    result["verified_in"] = {"location": "local" if local else "database", "rows_transferred": moved}
-    return result
-
-
 def _anonymise_mondrian(
     be: Backend,
     policy: Policy,
@@ -467,7 +437,8 @@ def _anonymise_mondrian(
     assert target is not None
     out["sql"] = None
     out["leftovers"] = [str(r) for r in leftovers(be)]
-    out["published"] = _publish(be, policy, plan, top, target, kind, replace, src_cols, 0, pre, pert.ctx, ctx)
+    published = _publish(be, policy, plan, top, target, kind, replace, src_cols, 0, pre, pert.ctx, ctx)
+    out["published"] = release_shown(published, out)
     return out
 
 

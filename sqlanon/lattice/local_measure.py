@@ -1,15 +1,15 @@
 """Measure a release locally: the warehouse groups it once, the checks run in the local DuckDB
 (issue 33: publishing plus re-verification at most one scan more).
 
-Re-verifying a release (:func:`sqlanon.publish.verify`) builds its frequency and class tables in
+Re-verifying a release (:func:`sqlanon.metrics.verify.verify`) builds its frequency and class tables in
 the warehouse (one scan of the release, or of its source for a count-only view) and then runs a
 dozen small statements on them: the summary, the size histogram, l, t, the risks, the wildcard
 check. On Spark each of those costs a job's fixed overhead (~0.3-1 s on the 2-core machine), on
 PostgreSQL a round trip and a plan (10-50 ms). Here those two tables cross once over the driver's
 bulk path into an in-memory DuckDB (:mod:`sqlanon.lattice.localdb`: no spill, no file access,
 closed when the measurement ends) and the same templates measure them there; a table the checks
-name that has not crossed yet (the source's frequency tables, for t-closeness) crosses on first
-use. The verdict and every figure are the same (tests/test_local_measure.py).
+name that has not crossed yet (the source's frequency tables, for a t or likeness verdict) crosses
+on first use. The verdict and every figure are the same (tests/test_local_measure.py).
 
 Where: as the search (``search.where``, :mod:`sqlanon.search_where`). ``database`` keeps every
 statement in the warehouse; ``auto`` measures locally on PostgreSQL and Spark when the source's

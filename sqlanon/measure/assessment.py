@@ -26,7 +26,8 @@ from sqlanon.measure.columns import check_columns
 from sqlanon.measure.likeness import checked_attributes, likeness_checks, likeness_figures
 from sqlanon.measure.presence import population_checks, presence_figures
 from sqlanon.measure.profitability_attack import attack_figures
-from sqlanon.measure.tcloseness_hier import freq_hier_context, hier_figure
+from sqlanon.measure.release_stats import sensitive_tables
+from sqlanon.measure.tcloseness_hier import hier_figure
 from sqlanon.measure.wildcard import wildcard_risk
 from sqlanon.policy import LRequirement, Policy, TRequirement
 from sqlanon.presence import presence_checks, resolve
@@ -250,7 +251,8 @@ def assess(
     there that every hierarchy covers the values present).
 
     ``reference``: the source's frequency tables, when a published relation is re-verified; the
-    table-wide distribution p(w) of t-closeness is then the source's, as in the search.
+    t-closeness and likeness checks then take p(w) from the source, as in the search, while every
+    figure returned is the relation's own (sqlanon/measure/release_stats.py).
     ``population_exprs``: the QI expressions over the population's columns (a published release's
     node applied to the population), default the ``qi_exprs`` themselves.
     ``class_check``: (predicate, size alias), see :func:`build_frequency_tables`.
@@ -329,21 +331,12 @@ def assess_tables(
                     f"columns.{name}.order: does not list {len(bad)}+ value(s) present, e.g. {bad[0][0]!r}"
                 )
         l_rank = _l_rank(policy, name)
+        # Figures from the relation's own p(w); a re-verified release's t and likeness checks
+        # against the source's (sqlanon/measure/release_stats.py: never shown).
         ref_ctx = reference_context(reference, name)
-        hier = freq_hier_context(be, policy, name, reference or ft)
-        stats = be.create_temp(
-            "sens",
-            "assess/sensitive_classes",
-            freq=ft.freq,
-            p=Sql(f"a{i}"),
-            s_alias=alias,
-            sid_alias=ft.sid_aliases[i],
-            l_rank=l_rank,
-            **ref_ctx,
-            **hier,
-        )
+        stats, checked, hier = sensitive_tables(be, policy, ft, i, l_rank, reference, ref_ctx)
         stats_alias[name] = f"s{i}"
-        joins.append({"rel": stats, "alias": ident(f"s{i}")})
+        joins.append({"rel": checked, "alias": ident(f"s{i}")})
         row = be.query("assess/sensitive_summary", stats=stats)[0]
         (l_distinct, min_h, max_kl, max_eq, max_ord, c_min, short, h_w, m, mi, cond_h, *lk) = row
         distinct_count = int(m)
@@ -362,7 +355,7 @@ def assess_tables(
             },
         }
         t_close[name] = {"emd_equal": float(max_eq), "emd_ordered": float(max_ord), "kl": float(max_kl)}
-        if hier["hier"]:  # emd-hierarchical (sqlanon/measure/tcloseness_hier.py)
+        if hier:  # emd-hierarchical (sqlanon/measure/tcloseness_hier.py)
             t_close[name]["emd_hierarchical"] = hier_figure(be, stats)
         likeness[name] = likeness_figures(*lk, EPS)
         l_div[name].update(grassberger_figures(be, policy, name, stats))  # sqlanon.risk_extra

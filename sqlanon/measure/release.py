@@ -28,11 +28,13 @@ def release_check(
 ) -> tuple[dict[str, Any], list[str], int]:
     """Measure a release relation ``rel``: (assess object, failing requirements, missing records).
 
-    ``reference``: the source's frequency tables (t-closeness compares with the source's
-    distribution); ``n_rows``: the source's records. The population, when there is one, is
-    generalised by ``population_exprs`` (the release's node) so that journalist and marketer risk
-    compare like with like (seed 000 section 5: F_j counts the population records of the release's
-    class j); without them it is left out.
+    ``reference``: the source's frequency tables, for the verdicts of t-closeness and likeness
+    (they compare with the source's distribution, as the search and ARX do); every figure returned
+    is the release's own (:mod:`sqlanon.measure.release_stats`: nothing shown about a release is
+    computed from records it suppressed). ``n_rows``: the source's records. The population, when
+    there is one, is generalised by ``population_exprs`` (the release's node) so that journalist
+    and marketer risk compare like with like (seed 000 section 5: F_j counts the population records
+    of the release's class j); without them it is left out.
 
     ``from_source`` = (QI expressions, class check, size alias) measures a count-only release
     (one whose classes need only their size: no l or t, records removed) without reading it:

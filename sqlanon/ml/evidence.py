@@ -98,7 +98,7 @@ def report_data(
         "levels": _levels(be, plan, search["node"] if node is not None else None, rel),
         "distributions": {
             "before": _distributions(be, plan.policy, plan.policy.source, None),
-            "after": _distributions(be, plan.policy, rel, plan.base),
+            "after": _distributions(be, plan.policy, rel, None),  # the release's own p(w) (H1)
         },
         "profile": profile(
             be, policy, ks, metric=metric, algorithm=search["algorithm"] if mondrian else algorithm

@@ -1,1 +1,1 @@
-SELECT v.x FROM (SELECT DISTINCT `s_0` AS x FROM `sqlanon_freq_00000000_41`) AS v WHERE `x` IS NULL OR NOT (CAST(`x` AS STRING) IN ('Flu', 'Heart Disease', 'Cancer')) LIMIT 1
+SELECT v.x FROM (SELECT DISTINCT `s_0` AS x FROM `sqlanon_freq_00000000_42`) AS v WHERE `x` IS NULL OR NOT (CAST(`x` AS STRING) IN ('Flu', 'Heart Disease', 'Cancer')) LIMIT 1

@@ -1,1 +1,1 @@
-SELECT TOP 1 v.x FROM (SELECT DISTINCT [s_0] AS x FROM [sqlanon_freq_00000000_41]) AS v WHERE [x] IS NULL OR NOT (CAST([x] AS VARCHAR(MAX)) IN ('Flu', 'Heart Disease', 'Cancer'))
+SELECT TOP 1 v.x FROM (SELECT DISTINCT [s_0] AS x FROM [sqlanon_freq_00000000_42]) AS v WHERE [x] IS NULL OR NOT (CAST([x] AS VARCHAR(MAX)) IN ('Flu', 'Heart Disease', 'Cancer'))
