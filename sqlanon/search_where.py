@@ -7,10 +7,11 @@ the errors), so that the policy can validate the key while the walk itself lives
 
 - ``database``: every statement of the search runs in the warehouse (for those who forbid any
   aggregate leaving it); on PostgreSQL and Spark that is about a hundred statements;
-- ``local``: the warehouse builds the frequency table and the coded table (one scan of the
-  source), the coded table (and, if the walk reads it, the frequency table) crosses into an
-  in-memory DuckDB over the driver's bulk path, the lattice is walked there, and publishing runs
-  in the warehouse; re-verification groups the release there and checks it locally
+- ``local``: the warehouse scans the source once; its frequency table (or, below
+  ``STAGE_MIN_ROWS``, its coded table) crosses into an in-memory DuckDB over the driver's bulk path
+  (on PostgreSQL the scan's SELECT itself, copied as it is counted and split into page ranges where
+  it can: :mod:`sqlanon.lattice.localfreq`), the lattice is walked there, and publishing runs in the
+  warehouse; re-verification groups the release there and checks it locally
   (:mod:`sqlanon.lattice.local_measure`);
 - ``auto`` (the default): ``local`` on PostgreSQL and Spark when the coded table has at most
   :data:`LOCAL_MAX_ROWS` rows and pyarrow is installed, else ``database``. DuckDB is already
