@@ -5,6 +5,7 @@ on the engine at hand, so that a failure names the column instead of quoting the
 
 from __future__ import annotations
 
+import re
 from difflib import get_close_matches
 
 from sqlanon.engines import Backend, Column
@@ -34,8 +35,34 @@ def check_columns(be: Backend, policy: Policy, rel: Relation | None = None) -> d
                     f"by it; {CAST_HINT}"
                 )
             grouped.append(col)
+        if spec.order:
+            _check_order(spec.name, spec.order, col)
     _check_groupable(be, rel, grouped)
     return cols
+
+
+#: Text types: a declared order of numbers would be compared with them as numbers (PostgreSQL:
+#: "operator does not exist: text = integer"; DuckDB casts each value and fails on the first word).
+TEXTUAL = re.compile(r"^(VARCHAR|TEXT|STRING|CHAR|CHARACTER|BPCHAR|NVARCHAR)\b", re.IGNORECASE)
+
+
+def _check_order(name: str, order: tuple, col: Column) -> None:
+    """A sensitive attribute's declared order lists values of the column's kind: numbers for a
+    numeric column, text (quoted in YAML) for a text one, named in one line before any statement."""
+    numbers = [v for v in order if isinstance(v, int | float) and not isinstance(v, bool)]
+    if numbers and TEXTUAL.match(col.type.strip()):
+        raise SqlanonError(
+            f"columns.{name}.order: lists numbers ({', '.join(map(str, numbers[:3]))}) but {name} is "
+            f"{col.type}, compared as text; quote them in the policy as the column holds them"
+        )
+    if col.numeric:
+        for v in (v for v in order if v is not None):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                raise SqlanonError(
+                    f"columns.{name}.order: {v!r} is not a number, but {name} is {col.type}"
+                ) from None
 
 
 #: PostgreSQL types without an equality operator: GROUP BY fails on them (refused without a
