@@ -262,3 +262,38 @@ def test_the_scan_in_page_ranges_gives_the_same_search(
         for w in runs
     }
     assert rows["auto"] == rows["database"] and len(rows["auto"]) > 0
+
+
+def test_page_ranges_need_the_whole_table(pg: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A role granted the QI columns alone may not read ``ctid``: its scan stays one GROUP BY
+    (before, any table of two parts failed for it: "permission denied for table adult")."""
+    import uuid
+
+    from sqlanon.engines import pgparts
+
+    monkeypatch.setattr(pgparts, "PART_MIN_PAGES", 1)
+    role = "cols_" + uuid.uuid4().hex[:8]
+    pg.sql(f"CREATE ROLE {role} LOGIN")
+    pg.sql(f"GRANT USAGE ON SCHEMA main TO {role}")
+    pg.sql(f"GRANT SELECT ({', '.join(QIS)}) ON main.adult TO {role}")
+    with session(pg.url.replace("postgres@", f"{role}@")) as be:
+        plan = prepare(be, _policy())
+        copies = [s for s in be.log if s.startswith("COPY (SELECT")]
+        assert len(copies) == 1 and "ctid" not in copies[0]
+        assert (plan.n_rows, plan.base_rows) == (ROWS, _distinct())
+
+
+def test_the_cap_applies_to_the_summed_groups(pg: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under auto, a frequency table within LOCAL_MAX_ROWS stays local even where its page ranges
+    copy more rows than that (a combination counted in several ranges): before, the copy was
+    dropped and PostgreSQL scanned the source again to build the table."""
+    from sqlanon.engines import pgparts
+
+    monkeypatch.setattr(pgparts, "PART_MIN_PAGES", 1)
+    cap = _distinct() + 50
+    monkeypatch.setattr(localfreq, "LOCAL_MAX_ROWS", cap)
+    monkeypatch.setattr(localdb, "LOCAL_MAX_ROWS", cap)
+    with session(pg.url) as be:
+        plan = prepare(be, _policy())
+        assert be.staged is not None and be.staged[1].moved > cap  # the ranges' rows, before the sums
+        assert _freq_builds(be.log) == [] and plan.base_rows == _distinct()

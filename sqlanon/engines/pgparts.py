@@ -41,10 +41,10 @@ def page_parts(be: Backend, source: Relation) -> list[Sql] | None:
     rows = be.query("catalog/pages", name=source.name, schema=source.schema)
     if len(rows) != 1:
         return None
-    kind, size, block, workers, version = rows[0]
+    kind, size, block, workers, version, whole = rows[0]
     pages = int(size) // int(block)
-    if str(kind) not in ("r", "m") or int(version) < 140000 or int(workers) < 1:
-        return None
+    if str(kind) not in ("r", "m") or int(version) < 140000 or int(workers) < 1 or not whole:
+        return None  # (not whole: a role granted some columns only may not read ctid)
     n = min(max(int(workers), 2), pages // PART_MIN_PAGES, MAX_PARTS)
     if n < 2:
         return None

@@ -91,11 +91,15 @@ class DirectCopy:
             else:
                 sql = be._sql(template, "select", context)
             into = be.temp_relation("parts") if parts else rel
+            # the ranges' rows, each combination up to once per range, are capped as many times
+            part_cap = cap * len(parts) if cap is not None and parts else cap
             with parallel_plan(be) if parts else contextlib.nullcontext():
-                moved = copy_select(be, opening.result, into, sql, cols, cap, what=template)
+                moved = copy_select(be, opening.result, into, sql, cols, part_cap, what=template)
             local = opening.result()
             if moved is not None and parts:
                 merge_parts(local, into, rel, context["q_aliases"])
+                if cap is not None and int(local.query("search/row_count", rel=rel)[0][0]) > cap:
+                    moved = None
         except BaseException:
             opening.discard()
             raise
