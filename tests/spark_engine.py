@@ -63,8 +63,8 @@ def start_spark(warehouse: Path, **extra: str) -> Any:
         .config("spark.sql.codegen.wholeStage", "false")
         .config("spark.default.parallelism", "2")
         # 3g: one CI run (2026-11-26) failed Mondrian's many-round test with "Not enough memory to
-        # build and broadcast the table" at 2g, after an hour of every Spark module in one JVM; the
-        # test passes alone and passed twice before in full runs.
+        # build and broadcast the table" at 2g, late in the run, after the other Spark modules had
+        # run in the same JVM; the test passes alone and passed in two full runs before.
         .config("spark.driver.memory", "3g")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
