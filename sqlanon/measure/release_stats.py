@@ -30,6 +30,28 @@ def needs_reference(policy: Policy, name: str) -> bool:
     return any(r.attribute == name for r in privacy.t) or any(r.attribute == name for r in privacy.likeness)
 
 
+def class_table(
+    be: Backend, policy: Policy, ft: Any, i: int, l_rank: Any, ref: Any, ctx: dict[str, Any]
+) -> tuple[Relation, bool]:
+    """The per-class statistics of ``ft``'s ``i``-th sensitive attribute
+    (``templates/assess/sensitive_classes.sql.j2``), against ``ref``'s distribution named by
+    ``ctx`` (``ref`` None: the relation's own), and whether emd-hierarchical is measured: the one
+    statement the report's distributions and a re-verified release's figures both read."""
+    hier = freq_hier_context(be, policy, ft.s_names[i], ref or ft)
+    rel = be.create_temp(
+        "sens",
+        "assess/sensitive_classes",
+        freq=ft.freq,
+        p=Sql(f"a{i}"),
+        s_alias=ft.s_aliases[i],
+        sid_alias=ft.sid_aliases[i],
+        l_rank=l_rank,
+        **ctx,
+        **hier,
+    )
+    return rel, bool(hier["hier"])
+
+
 def sensitive_tables(
     be: Backend,
     policy: Policy,
@@ -45,25 +67,8 @@ def sensitive_tables(
     checks join (``shown`` itself unless ``reference``, the source's tables of a re-verified
     release with ``ref_ctx`` naming them, is needed by :func:`needs_reference`); ``hier``: whether
     emd-hierarchical is measured."""
-    name = ft.s_names[i]
-
-    def table(ref: Any, ctx: dict[str, Any]) -> tuple[Relation, bool]:
-        hier = freq_hier_context(be, policy, name, ref or ft)
-        rel = be.create_temp(
-            "sens",
-            "assess/sensitive_classes",
-            freq=ft.freq,
-            p=Sql(f"a{i}"),
-            s_alias=ft.s_aliases[i],
-            sid_alias=ft.sid_aliases[i],
-            l_rank=l_rank,
-            **ctx,
-            **hier,
-        )
-        return rel, bool(hier["hier"])
-
-    shown, hier = table(None, {"ref_freq": None})
-    if reference is None or not needs_reference(policy, name):
+    shown, hier = class_table(be, policy, ft, i, l_rank, None, {"ref_freq": None})
+    if reference is None or not needs_reference(policy, ft.s_names[i]):
         return shown, shown, hier
-    checked, _ = table(reference, ref_ctx)
+    checked, _ = class_table(be, policy, ft, i, l_rank, reference, ref_ctx)
     return shown, checked, hier

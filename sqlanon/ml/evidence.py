@@ -24,14 +24,15 @@ from sqlanon.measure.assessment import (
     reference_context,
 )
 from sqlanon.measure.release import release_check, without_classes
-from sqlanon.measure.tcloseness_hier import freq_hier_context, hierarchy_of
+from sqlanon.measure.release_stats import class_table
+from sqlanon.measure.tcloseness_hier import hierarchy_of
 from sqlanon.metrics import compute, metric_info, profile
 from sqlanon.metrics.optimum import check_node_release
 from sqlanon.ml.experiment import utility
 from sqlanon.policy import Policy
 from sqlanon.publish import anonymise, mondrian_release
 from sqlanon.relation import Relation
-from sqlanon.sql.compile import Sql, ident
+from sqlanon.sql.compile import ident
 from sqlanon.transform.examples import release_labels
 from sqlanon.transform.perturb import materialise
 from sqlanon.transform.release import release_context
@@ -199,18 +200,8 @@ def _distributions(
     )
     out: dict[str, dict[str, list[list[float]]]] = {}
     for i, name in enumerate(s_names):
-        ref = reference_context(reference, name)
-        stats = be.create_temp(
-            "sens",
-            "assess/sensitive_classes",
-            freq=ft.freq,
-            p=Sql(f"a{i}"),
-            s_alias=ft.s_aliases[i],
-            sid_alias=ft.sid_aliases[i],
-            l_rank=_l_rank(policy, name),
-            **ref,
-            **freq_hier_context(be, policy, name, reference or ft),  # emd-hierarchical's emd_hier
-        )
+        ctx = reference_context(reference, name)
+        stats, _ = class_table(be, policy, ft, i, _l_rank(policy, name), reference, ctx)
         hist: dict[str, list[list[float]]] = {}
         hier = hierarchy_of(policy, name) is not None
         for measure, b, scale, classes, records in be.query("report/distribution", stats=stats, hier=hier):
