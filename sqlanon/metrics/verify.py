@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlanon.engines.pgparts import hashed_plan
+from sqlanon.engines.pgparts import hashed_create
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Node, Plan
 from sqlanon.measure.release import release_check
@@ -29,18 +29,25 @@ def verify(plan: Plan, rel: Relation, node: Node | None, ctx: dict[str, Any] | N
     each class's size, so its classes are the source's grouped classes that pass the check; reading
     it would run its window over every row first (issue 17: publishing near one scan).
 
-    On PostgreSQL the measurement's statements are planned without sorts where a hash can do
-    (:func:`~sqlanon.engines.pgparts.hashed_plan`: the release's GROUP BY at 1e7 rows went from
-    three external merge sorts, 41.7 s, to 9.1-9.5 s in memory; the same rows)."""
+    On PostgreSQL the release's GROUP BY (its frequency table) is planned without sorts where a
+    hash can do (:func:`~sqlanon.engines.pgparts.hashed_create`: at 1e7 rows it went from three
+    external merge sorts, 41.7 s, to 9.1-9.5 s in memory; the same rows)."""
     local = local_measure(plan, rel)  # the checks in a local DuckDB once the warehouse has grouped
     be, pol = plan.be, plan.policy
-    with hashed_plan(be):  # PostgreSQL: its GROUP BY hashed, not sorted (engines/pgparts.py)
-        if node is None:  # a Mondrian release: no node to generalise the population to
-            result, bad, missing = release_check(
-                be, pol, rel, reference=plan.base, n_rows=plan.n_rows, population_exprs=None, local=local
-            )
-        else:
-            result, bad, missing = check_node_release(plan, rel, node, ctx, local)
+    create = hashed_create(be)  # PostgreSQL: the release's GROUP BY hashed, not sorted
+    if node is None:  # a Mondrian release: no node to generalise the population to
+        result, bad, missing = release_check(
+            be,
+            pol,
+            rel,
+            reference=plan.base,
+            n_rows=plan.n_rows,
+            population_exprs=None,
+            local=local,
+            create=create,
+        )
+    else:
+        result, bad, missing = check_node_release(plan, rel, node, ctx, local, create)
     if bad or missing > plan.allowed:
         why = (
             f"requirements failing: {', '.join(bad)}"
