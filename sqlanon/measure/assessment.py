@@ -244,6 +244,7 @@ def assess(
     validate: Callable[[FrequencyTables], None] | None = None,
     class_check: tuple[Sql, Sql] | None = None,
     local: Callable[[FrequencyTables], AbstractContextManager[Backend]] | None = None,
+    create: Callable[..., Relation] | None = None,
 ) -> dict[str, Any]:
     """Measure ``relation`` (default: the policy's source) and return the documented JSON object.
 
@@ -258,6 +259,7 @@ def assess(
     ``class_check``: (predicate, size alias), see :func:`build_frequency_tables`.
     ``local``: where the checks run once the frequency tables are built (the warehouse groups,
     a local DuckDB measures: :mod:`sqlanon.lattice.local_measure`); without a population table only.
+    ``create``: builds the frequency table in place of ``be.create_temp`` (:func:`build_frequency_tables`).
     """
     rel = relation or policy.source
     check_columns(be, policy, rel)
@@ -278,6 +280,7 @@ def assess(
         class_check=check,
         n_alias=n_alias,
         ranks=not near_checks,
+        create=create,
     )
     if validate is not None:
         validate(ft)

@@ -25,6 +25,7 @@ def release_check(
     population_exprs: list[Sql] | None,
     from_source: tuple[list[Sql], Sql, Sql] | None = None,
     local: Callable[[FrequencyTables], AbstractContextManager[Backend]] | None = None,
+    create: Callable[..., Relation] | None = None,
 ) -> tuple[dict[str, Any], list[str], int]:
     """Measure a release relation ``rel``: (assess object, failing requirements, missing records).
 
@@ -45,7 +46,8 @@ def release_check(
     near one scan). tests/test_publish_verify.py proves both measurements equal.
 
     ``local``: the checks run in a local DuckDB once the warehouse has grouped the release
-    (:mod:`sqlanon.lattice.local_measure`).
+    (:mod:`sqlanon.lattice.local_measure`). ``create``: builds the release's frequency table in
+    place of ``be.create_temp`` (re-verification's hashed plan: :func:`sqlanon.metrics.verify.verify`).
     """
     cols = [c for c in policy.columns if c.role != "identifier"]
     check_policy = dataclasses.replace(
@@ -66,6 +68,7 @@ def release_check(
         population_exprs=population_exprs,
         class_check=check,
         local=local,
+        create=create,
     )
     # Measured with no suppression (every class of the release must hold), but the limit the
     # release was made under is the policy's: report that one, not 0.

@@ -4,6 +4,7 @@ query-free lower bounds; table-wide risk bounds checked on each candidate's rele
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from sqlanon.errors import EmptyRelationError, SqlanonError
@@ -239,13 +240,14 @@ def check_node_release(
     node: Node,
     ctx: dict[str, Any] | None = None,
     local: LocalMeasure | None = None,
+    create: Callable[..., Relation] | None = None,
 ) -> tuple[dict[str, Any], list[str], int]:
     """:func:`~sqlanon.measure.release.release_check` of ``node``'s release ``rel``.
 
     With the release's context ``ctx`` (:func:`~sqlanon.transform.release.release_context`) a
     count-only release of the source's own rows is measured from the source in one pass instead
     (:func:`one_pass`); ``rel`` may then be None (nothing to read). ``local``: where the checks run
-    (default :func:`local_measure`'s choice)."""
+    (default :func:`local_measure`'s choice); ``create``: builds its frequency table (``assess``)."""
     from_source = None
     if ctx is not None and one_pass(ctx):
         rel, from_source = plan.policy.source, (node_exprs(plan, node), ctx["class_check"], ctx["n_alias"])
@@ -259,6 +261,7 @@ def check_node_release(
         population_exprs=population_exprs(plan, node),
         from_source=from_source,
         local=local or local_measure(plan, rel),
+        create=create,
     )
 
 

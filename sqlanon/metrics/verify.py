@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlanon.engines.pgparts import hashed_create
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Node, Plan
 from sqlanon.measure.release import release_check
@@ -26,15 +27,27 @@ def verify(plan: Plan, rel: Relation, node: Node | None, ctx: dict[str, Any] | N
     (:func:`~sqlanon.metrics.optimum.one_pass`), lets the view be measured from its source in one
     GROUP BY instead of reading it: the view is that same generalisation, with the same check on
     each class's size, so its classes are the source's grouped classes that pass the check; reading
-    it would run its window over every row first (issue 17: publishing near one scan)."""
+    it would run its window over every row first (issue 17: publishing near one scan).
+
+    On PostgreSQL the release's GROUP BY (its frequency table) is planned without sorts where a
+    hash can do (:func:`~sqlanon.engines.pgparts.hashed_create`: at 1e7 rows it went from three
+    external merge sorts, 41.7 s, to 9.1-9.5 s in memory; the same rows)."""
     local = local_measure(plan, rel)  # the checks in a local DuckDB once the warehouse has grouped
+    be, pol = plan.be, plan.policy
+    create = hashed_create(be)  # PostgreSQL: the release's GROUP BY hashed, not sorted
     if node is None:  # a Mondrian release: no node to generalise the population to
-        be, pol = plan.be, plan.policy
         result, bad, missing = release_check(
-            be, pol, rel, reference=plan.base, n_rows=plan.n_rows, population_exprs=None, local=local
+            be,
+            pol,
+            rel,
+            reference=plan.base,
+            n_rows=plan.n_rows,
+            population_exprs=None,
+            local=local,
+            create=create,
         )
     else:
-        result, bad, missing = check_node_release(plan, rel, node, ctx, local)
+        result, bad, missing = check_node_release(plan, rel, node, ctx, local, create)
     if bad or missing > plan.allowed:
         why = (
             f"requirements failing: {', '.join(bad)}"
