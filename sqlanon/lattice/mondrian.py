@@ -180,15 +180,22 @@ def _no_checkpoint(be: Backend) -> Iterator[None]:
     if be.dialect != "duckdb" or be.inline:
         yield
         return
-    before = be._run("SELECT current_setting('checkpoint_threshold')").scalar()
+    before = _threshold(be)
     be._run("SET checkpoint_threshold = '1TB'")
     try:
         yield
     finally:
         with contextlib.suppress(Exception):
             be._run("RESET checkpoint_threshold")
-            if be._run("SELECT current_setting('checkpoint_threshold')").scalar() != before:
-                be._run(f"SET checkpoint_threshold = {lit(str(before))}")
+            if _threshold(be) != before:
+                be._run(f"SET checkpoint_threshold = {lit(before)}")
+
+
+def _threshold(be: Backend) -> str:
+    """DuckDB's checkpoint_threshold as it prints it. Every row is fetched: a result left unfinished
+    (``scalar``) keeps the connection busy, and the local walk's next Arrow read of it then failed
+    (ResourceInUseException)."""
+    return str(be._run("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0])
 
 
 def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianResult:
