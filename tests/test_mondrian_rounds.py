@@ -99,6 +99,41 @@ def test_superseded_round_tables_are_dropped(tmp_path):  # noqa: ANN001
     assert sum("_mcuts_" in n for n in names) <= 1
 
 
+def test_rounds_set_off_no_checkpoint_and_restore_the_setting(tmp_path):  # noqa: ANN001
+    """DuckDB checkpointed the database at one of the rounds' commits (its automatic checkpoint past
+    ``checkpoint_threshold``): at 1e6 rows one commit took 0.3-0.7 s, the others 1 ms. The rounds
+    run with the threshold out of reach, and the user's own (global to the database) comes back."""
+    import duckdb
+
+    from sqlanon.engines import session
+    from sqlanon.lattice import prepare
+    from sqlanon.lattice.mondrian import mondrian
+    from sqlanon.policy import parse_policy
+
+    path = tmp_path / "c.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE t AS SELECT i AS id, 20 + i AS age, 'x' AS s FROM range(16) AS r(i)")
+    con.close()
+    doc = {"source": "main.t", "columns": {"id": "insensitive", "age": "quasi", "s": "sensitive"}}
+    pol = parse_policy({**doc, "privacy": {"k": 2}, "search": {"algorithm": "mondrian"}})
+    seen: list[str] = []
+    with session(f"duckdb:///{path}") as be:
+
+        def setting() -> str:
+            return str(be._conn.exec_driver_sql("SELECT current_setting('checkpoint_threshold')").scalar())
+
+        default = setting()
+        res = mondrian(prepare(be, pol), lambda *_: seen.append(setting()))
+        after = setting()
+        be._conn.exec_driver_sql("SET checkpoint_threshold = '64MiB'")
+        mondrian(prepare(be, pol))
+        mine = setting()
+    assert res.partitions == 8 and len(seen) >= 3
+    assert default not in seen, seen  # raised for every round
+    assert after == default
+    assert mine == "64.0 MiB"
+
+
 #: The cut trees of Adult (30,162 rows, k = 5), hashed (every cut's partition, QI, cut point, median
 #: text, children and labels, in pid order) as the code before issue 33's task M1 (fewer statements
 #: per round: labels from the covers, children numbered in the round, levels looked up per value)
