@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from sqlanon.engines import pgparts, session
-from sqlanon.lattice import prepare
+from sqlanon.errors import SqlanonError
+from sqlanon.lattice import localdb, prepare
 from sqlanon.relation import Relation
 from tests.test_local_freq import QIS, _policy, _small, pg  # noqa: F401 - the fixtures
+from tests.test_local_walk_session import open_local_duckdbs
 
 
 def test_the_ranges_groups_are_summed_as_they_arrive(pg: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
@@ -40,3 +42,15 @@ def test_the_ranges_groups_are_summed_as_they_arrive(pg: Any, monkeypatch: pytes
         for p in parts
     )
     assert moved == per_range > len(want)
+
+
+def test_a_failed_sum_is_one_line_and_closes_the_duckdb(pg: Any, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A value the stream cannot be cast to (here every text column read as an integer) fails the
+    summing statement: one line naming no value, and no local DuckDB left open."""
+    monkeypatch.setattr(pgparts, "PART_MIN_PAGES", 1)
+    monkeypatch.setattr(localdb, "_cast", lambda type_name, dialect: "INTEGER")
+    with session(pg.url) as be, pytest.raises(SqlanonError) as err:
+        prepare(be, _policy())
+    assert "copying the search's table failed" in str(err.value) and "Female" not in str(err.value)
+    assert "\n" not in str(err.value)
+    assert not open_local_duckdbs()

@@ -13,6 +13,7 @@ search ends (a staged one that no walk takes: when the warehouse's session close
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -328,9 +329,8 @@ def sum_rows(
         )
         local.log.append(view_sql)
         raw.execute(view_sql)
-        local.execute(
-            "ddl/create_temp",
-            kind="create",
+        # Run on the driver: a failure here is the copy's (copy_select says so in one line).
+        ctx = dict(
             _target=rel,
             _template=find_template("freq/base", local.dialect),
             source=view,
@@ -345,9 +345,14 @@ def sum_rows(
             ranks=False,
             weight=ident("cnt"),
         )
-    finally:
-        raw.execute(f"DROP VIEW IF EXISTS {name}")
-        raw.unregister(STREAM_ARROW)
+        sql = local._sql("ddl/create_temp", "create", ctx)
+        local.log.append(sql)
+        raw.execute(sql)
+    finally:  # after a failed statement DuckDB refuses these too: the failure is what is raised
+        with contextlib.suppress(Exception):
+            raw.execute(f"DROP VIEW IF EXISTS {name}")
+        with contextlib.suppress(Exception):
+            raw.unregister(STREAM_ARROW)
     return seen[0]
 
 
