@@ -13,6 +13,7 @@ search ends (a staged one that no walk takes: when the warehouse's session close
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from sqlglot import exp
 
 from sqlanon import interrupt
 from sqlanon.engines import Backend, Column
+from sqlanon.engines.bulk import select_list
 from sqlanon.engines.duckdb import DuckDBBackend
 from sqlanon.errors import SqlanonError
 from sqlanon.measure.assessment import FrequencyTables
@@ -251,13 +253,16 @@ def copy_select(
     cols: list[tuple[Sql, str]],
     cap: int | None = None,
     what: str | None = None,
+    sums: list[Sql] | None = None,
 ) -> int | None:
     """The rows of ``be``'s SELECT ``sql`` (its columns ``cols``, as :func:`copy_table` takes
     them) into a table ``rel`` of the local DuckDB ``target()``, called once the statement is
     sent (the imports it waits on overlap the warehouse's work); the rows copied, or None (the
     table holds only part of them) where there were more than ``cap``. ``what``: the template of
     ``sql``, named with the server's own error where the warehouse refuses it (the search's scan:
-    a missing privilege, a timeout), as any statement's failure is."""
+    a missing privilege, a timeout), as any statement's failure is. ``sums``: the rows' counts
+    (``cnt``) are summed by these columns as they arrive (:func:`sum_rows`), and ``rel`` holds
+    the sums."""
     names = [str(a).strip('"') for a, _ in cols]
     types = [t for _, t in cols]
     loaded = [(n, _cast(t, be.dialect)) for n, t in zip(names, types, strict=True)]
@@ -266,7 +271,10 @@ def copy_select(
         with be.read_arrow(sql, list(zip(names, types, strict=True))) as reader:
             local = target()
             rows = reader if cap is None else _capped(reader, cap, over)
-            moved = local.load(rel.table(), loaded, rows, temporary=False)
+            if sums is None:
+                moved = local.load(rel.table(), loaded, rows, temporary=False)
+            else:
+                moved = sum_rows(local, rel, loaded, rows, sums)
             if over:
                 for _ in reader:  # the rest, unread, before the COPY ends (pyarrow reads ahead)
                     pass
@@ -284,6 +292,72 @@ def copy_select(
         ) from None
     local._temps.append(rel.name)
     return None if over else moved
+
+
+def sum_rows(
+    local: LocalBackend, rel: Relation, loaded: list[tuple[str, str | None]], rows: Any, group: list[Sql]
+) -> int:
+    """The Arrow stream ``rows`` (columns ``loaded``: name and the type to cast to, as
+    ``Backend.load`` takes them) summed into the temporary table ``rel`` as it arrives: its
+    counts ``cnt`` by the columns ``group``, with the template that builds the frequency table
+    (templates/freq/base.sql.j2, weighted by ``cnt``); the rows read.
+
+    Why: the search's scan in page ranges (:mod:`sqlanon.engines.pgparts`) counts a combination
+    once per range that holds it, and the local DuckDB sums them. Loaded into a table first and
+    summed after the copy (349,873 rows into 276,373 at 1e6 rows), the sums waited for the whole
+    copy and the rows were written and read once more; summed from the stream, DuckDB groups each
+    batch while PostgreSQL sends the next. The copy and the sums at 1e6 rows, interleaved on the
+    shared 2-core machine (load ~4.4, five runs each): 1.56-2.28 -> 1.36-1.68 s (medians 1.73 ->
+    1.48 s), 0.74-1.18 -> 0.59-0.65 s of the process's CPU, the same table."""
+    import pyarrow as pa
+
+    seen = [0]
+
+    def counted() -> Any:
+        for batch in rows:
+            seen[0] += batch.num_rows
+            yield batch
+
+    stream = pa.RecordBatchReader.from_batches(rows.schema, counted())
+    raw = local._conn.connection.driver_connection
+    view = local.temp_relation("stream")
+    name = view.table().sql("duckdb")
+    raw.register(STREAM_ARROW, stream)
+    try:
+        view_sql = (
+            f"CREATE TEMPORARY VIEW {name} AS SELECT {select_list(loaded, 'duckdb')} FROM {STREAM_ARROW}"
+        )
+        local.log.append(view_sql)
+        raw.execute(view_sql)
+        # Run on the driver: a failure here is the copy's (copy_select says so in one line).
+        ctx = dict(
+            _target=rel,
+            _template=find_template("freq/base", local.dialect),
+            source=view,
+            q_exprs=group,
+            q_aliases=group,
+            s_exprs=[],
+            s_aliases=[],
+            sid_aliases=[],
+            sort_keys=[],
+            with_cid=False,
+            group_exprs=group,
+            ranks=False,
+            weight=ident("cnt"),
+        )
+        sql = local._sql("ddl/create_temp", "create", ctx)
+        local.log.append(sql)
+        raw.execute(sql)
+    finally:  # after a failed statement DuckDB refuses these too: the failure is what is raised
+        with contextlib.suppress(Exception):
+            raw.execute(f"DROP VIEW IF EXISTS {name}")
+        with contextlib.suppress(Exception):
+            raw.unregister(STREAM_ARROW)
+    return seen[0]
+
+
+#: The name :func:`sum_rows` gives the Arrow stream it reads (the connection's own, while it reads).
+STREAM_ARROW = "sqlanon_stream_arrow"
 
 
 def _capped(reader: Any, cap: int, over: list[bool]) -> Any:

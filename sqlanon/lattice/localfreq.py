@@ -41,7 +41,7 @@ from sqlanon.lattice.localdb import (
 from sqlanon.measure.assessment import FrequencyTables
 from sqlanon.relation import Relation
 from sqlanon.search_where import LOCAL_MAX_ROWS
-from sqlanon.sql.compile import find_template, ident
+from sqlanon.sql.compile import find_template
 
 #: Engines whose frequency table :class:`DirectCopy` copies as it is counted. Not Spark: its
 #: frequency table is cached for the walk's statements there, and its copy is Arrow already.
@@ -90,15 +90,15 @@ class DirectCopy:
                 sql = " UNION ALL ".join(be._sql(template, "select", {**context, "part": p}) for p in parts)
             else:
                 sql = be._sql(template, "select", context)
-            into = be.temp_relation("parts") if parts else rel
-            # the ranges' rows, each combination up to once per range, are capped as many times
+            # the ranges' rows, each combination up to once per range, are capped as many times,
+            # and summed by the local DuckDB as they arrive (localdb.sum_rows)
             part_cap = cap * len(parts) if cap is not None and parts else cap
+            sums = list(context["q_aliases"]) if parts else None
             with parallel_plan(be) if parts else contextlib.nullcontext():
-                moved = copy_select(be, opening.result, into, sql, cols, part_cap, what=template)
+                moved = copy_select(be, opening.result, rel, sql, cols, part_cap, what=template, sums=sums)
             local = opening.result()
-            if moved is not None and parts:
-                merge_parts(local, into, rel, context["q_aliases"])
-                if cap is not None and int(local.query("search/row_count", rel=rel)[0][0]) > cap:
+            if moved is not None and parts and cap is not None:
+                if int(local.query("search/row_count", rel=rel)[0][0]) > cap:
                     moved = None
         except BaseException:
             opening.discard()
@@ -122,34 +122,6 @@ class DirectCopy:
         be.staged = (rel.name, local)  # closed with the session should prepare stop here
         self.local = local
         return rel
-
-
-def merge_parts(local: LocalBackend, parts: Relation, rel: Relation, q_aliases: list[Any]) -> None:
-    """The frequency table ``rel`` from the groups of a scan in parts (``parts``: a combination of
-    values may be counted in several page ranges), summed by the same template, weighted by each
-    row's count; ``parts`` is dropped and the drop committed (DuckDB frees a dropped table's
-    memory only then)."""
-    local.execute(
-        "ddl/create_temp",
-        kind="create",
-        _target=rel,
-        _template=find_template("freq/base", local.dialect),
-        source=parts,
-        q_exprs=q_aliases,
-        q_aliases=q_aliases,
-        s_exprs=[],
-        s_aliases=[],
-        sid_aliases=[],
-        sort_keys=[],
-        with_cid=False,
-        group_exprs=q_aliases,
-        ranks=False,
-        weight=ident("cnt"),
-    )
-    local._temps.remove(parts.name)
-    local.execute("ddl/drop_table", kind="drop", target=parts)
-    local.commit()
-    local._temps.append(rel.name)
 
 
 class Opening:
