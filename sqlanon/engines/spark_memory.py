@@ -9,7 +9,7 @@ release returns them. Measured on Adult (tests/test_spark_mondrian_rounds.py, 3 
 the driver's old generation peaked at 2.8 GB and 1.2-1.6 GB was still in use after a full GC at
 the end of the rounds, with 58 broadcast clean-ups still queued (with this module: 2.0 GB and
 0.5 GB). At 1.5 GB and 1 GB the test passes either way, the full GCs letting the cleaner catch up
-(14 and 10 full GCs during the test without this, 3 with it); once, at 2 GB in a full CI run, it
+(11 and 7 full GCs during the test without this, 3 with it); once, at 2 GB in a full CI run, it
 failed with "Not enough memory to build and broadcast the table". A temporary relation is a
 checkpoint (its rows are stored, the plan that computed them is not needed again), so its
 broadcasts are destroyed right after it is computed.
