@@ -41,6 +41,7 @@ from sqlglot import exp
 from sqlanon import interrupt
 from sqlanon.engines.base import Backend, Column, redact
 from sqlanon.engines.bulk import LoadColumn, spark_frame
+from sqlanon.engines.spark_memory import computed
 from sqlanon.errors import SqlanonError
 from sqlanon.relation import Relation
 from sqlanon.sql import secrets
@@ -285,9 +286,9 @@ class SparkBackend(Backend):
             with self._settings(BROADCAST_SETTINGS):
                 frame = self._run(sql)
                 if broadcasts_only(frame):
-                    return frame.localCheckpoint(eager=True)
-            return self._spark.sql(sql).localCheckpoint(eager=True)  # planned anew, as the session says
-        return self._run(sql).localCheckpoint(eager=True)
+                    return computed(frame)
+            return computed(self._spark.sql(sql))  # planned anew, as the session says
+        return computed(self._run(sql))
 
     @contextlib.contextmanager
     def _settings(self, settings: dict[str, str]) -> Iterator[None]:
