@@ -167,7 +167,6 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         and not ev.sensitive
         and plan.be.dialect in ONE_LANE_ENGINES
         and plan.base_rows >= ONE_LANE_ROWS
-        and plan.allowed == 0
         and not plan.be.inline
     )
     fused = False  # the walk evaluates the full policy and reads the relaxation from it (below)
@@ -364,20 +363,17 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
 
 #: On these engines Flash walks one binary search at a time, as ARX does, for its first
 #: ONE_LANE_UNTIL checks (then as :func:`~.plan.lane_count` says) where the coded table has at
-#: least ONE_LANE_ROWS rows and the walk checks class sizes alone, without suppression: there a
-#: node's check costs more
+#: least ONE_LANE_ROWS rows and the walk checks class sizes alone: there a node's check costs more
 #: than a statement (DuckDB, 276,373 coded rows: ~0.7 ms of CPU binding a branch and ~1.4 ms
 #: running it at 0 %, ~14 ms running it at 5 %, against ~2 ms a statement), so the checks that
 #: binary searches in step waste cost more than the statements they save. The 1e6-row benchmark
 #: table on PostgreSQL, walked in the local DuckDB, k = 5, precision (the same optimum and figures):
 #: without suppression 299 checks in 107 statements -> 214 in 227, the walk's process CPU
 #: 1.13-1.28 -> 0.89-1.00 s (four runs each, load ~4.9; its DuckDB statements replayed at one
-#: thread 0.91-0.98 -> 0.68-0.73 s); on the idle machine (load 1.4, three runs each, with the
-#: streamed sums of :func:`~.localdb.sum_rows`) the search 2.17 -> 1.94 s against a 0.77 s scan.
-#: Not with suppression: 100 checks either way at 5 % (54 -> 100 statements), the same CPU and a
-#: walk no faster (1.01-1.13 -> 1.03-1.31 s, idle). Not on PostgreSQL or Spark in the database,
-#: where a statement costs several checks, nor where the walk evaluates l, t or a non-monotone
-#: policy (not measured).
+#: thread 0.91-0.98 -> 0.68-0.73 s); with 5 % 100 checks either way (54 -> 100 statements), the
+#: same CPU (1.70-1.85 s against 1.81-1.87 s). Not on PostgreSQL or Spark in the database, where a
+#: statement costs several checks, nor where the walk evaluates l, t or a non-monotone policy
+#: (not measured).
 ONE_LANE_ENGINES = frozenset({"duckdb"})
 ONE_LANE_ROWS = 100_000
 ONE_LANE_UNTIL = 512
