@@ -161,14 +161,6 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         full = Evaluator(plan)
     elif prune is not None and not plan.monotone:
         full = Evaluator(plan, size_k=size_k)
-    # One binary search at a time where a check costs more than a statement (ONE_LANE_ROWS).
-    alone = (
-        full is None
-        and not ev.sensitive
-        and plan.be.dialect in ONE_LANE_ENGINES
-        and plan.base_rows >= ONE_LANE_ROWS
-        and not plan.be.inline
-    )
     fused = False  # the walk evaluates the full policy and reads the relaxation from it (below)
     walked = passes = 0  # nodes the walk evaluated, and how many of them passed the relaxation
     best: float | None = None  # the best rank among checked satisfying nodes (with ``prune``)
@@ -277,9 +269,7 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
                 return
 
     while True:
-        while len(lanes) < (
-            1 if alone and walked < ONE_LANE_UNTIL else lane_count(walked, small, plan.be.inline)
-        ):
+        while len(lanes) < lane_count(walked, small, plan.be.inline):
             start = next((s for s in starts if s not in status and all(s != x for _, x in lanes)), None)
             if start is None:
                 break
@@ -360,23 +350,6 @@ def flash(plan: Plan, progress: Progress | None = None, prune: Pruning | None = 
         return SearchResult("flash", sat, minimal(sat, universe), total, checked, queries, results)
     return optimum_result(sat, universe, prune, best, status, checked, queries, results)
 
-
-#: On these engines Flash walks one binary search at a time, as ARX does, for its first
-#: ONE_LANE_UNTIL checks (then as :func:`~.plan.lane_count` says) where the coded table has at
-#: least ONE_LANE_ROWS rows and the walk checks class sizes alone: there a node's check costs more
-#: than a statement (DuckDB, 276,373 coded rows: ~0.7 ms of CPU binding a branch and ~1.4 ms
-#: running it at 0 %, ~14 ms running it at 5 %, against ~2 ms a statement), so the checks that
-#: binary searches in step waste cost more than the statements they save. The 1e6-row benchmark
-#: table on PostgreSQL, walked in the local DuckDB, k = 5, precision (the same optimum and figures):
-#: without suppression 299 checks in 107 statements -> 214 in 227, the walk's process CPU
-#: 1.13-1.28 -> 0.89-1.00 s (four runs each, load ~4.9; its DuckDB statements replayed at one
-#: thread 0.91-0.98 -> 0.68-0.73 s); with 5 % 100 checks either way (54 -> 100 statements), the
-#: same CPU (1.70-1.85 s against 1.81-1.87 s). Not on PostgreSQL or Spark in the database, where a
-#: statement costs several checks, nor where the walk evaluates l, t or a non-monotone policy
-#: (not measured).
-ONE_LANE_ENGINES = frozenset({"duckdb"})
-ONE_LANE_ROWS = 100_000
-ONE_LANE_UNTIL = 512
 
 #: Flash keeps rollups that carry sensitive values (l or t checked in the walk: one row per class
 #: and value, not per class) only once the walk has checked this many nodes; a search that ends
