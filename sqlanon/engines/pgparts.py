@@ -62,26 +62,34 @@ def page_parts(be: Backend, source: Relation) -> list[Sql] | None:
 
 
 @contextlib.contextmanager
-def parallel_plan(be: Backend) -> Iterator[None]:
-    """PostgreSQL's costs of starting workers and of passing them tuples set to nothing while the
-    parts' statement is planned and run: its cost model finds a Gather of every part's groups
-    dearer than one process (three parts of the 1e6-row table: a plain Append), though the parts
-    run in parallel at no more cost than the groups they pass anyway. The settings are the
-    session's as before afterwards (a failed statement's transaction, rolled back, undoes them)."""
+def planner_settings(be: Backend, values: dict[str, str]) -> Iterator[None]:
+    """PostgreSQL's planner settings ``values`` for the statements run meanwhile, each setting's
+    previous value in the session (``SET`` or the role's, whatever it was) put back afterwards; a
+    failed statement's transaction, rolled back, undoes the change itself."""
     raw = be._conn.connection.driver_connection
-    names = ("parallel_setup_cost", "parallel_tuple_cost")
-    for name in names:
-        raw.execute(f"SET {name} = 0")
+    names = list(values)
+    row = raw.execute("SELECT " + ", ".join("current_setting(%s)" for _ in names), names).fetchone()
+    before = dict(zip(names, (str(v) for v in row or ()), strict=True))
+    for name, value in values.items():
+        raw.execute("SELECT set_config(%s, %s, false)", (name, value))
     try:
         yield
     finally:
         with contextlib.suppress(Exception):
-            for name in names:
-                raw.execute(f"RESET {name}")
+            for name, value in before.items():
+                raw.execute("SELECT set_config(%s, %s, false)", (name, value))
 
 
-@contextlib.contextmanager
-def hashed_plan(be: Backend) -> Iterator[None]:
+def parallel_plan(be: Backend) -> contextlib.AbstractContextManager[None]:
+    """PostgreSQL's costs of starting workers and of passing them tuples set to nothing while the
+    parts' statement is planned and run: its cost model finds a Gather of every part's groups
+    dearer than one process (three parts of the 1e6-row table: a plain Append), though the parts
+    run in parallel at no more cost than the groups they pass anyway. The settings are the
+    session's as before afterwards (:func:`planner_settings`)."""
+    return planner_settings(be, {"parallel_setup_cost": "0", "parallel_tuple_cost": "0"})
+
+
+def hashed_plan(be: Backend) -> contextlib.AbstractContextManager[None]:
     """PostgreSQL plans the statements run meanwhile with ``enable_sort`` off (issue 33: publishing
     plus re-verification at most one scan more): a GROUP BY is then hashed wherever a hash can do
     it, and sorted only where nothing else can (a window, an ORDER BY).
@@ -97,20 +105,10 @@ def hashed_plan(be: Backend) -> Iterator[None]:
     batches (PostgreSQL 13+), so the server's bound per process is the administrator's, as a sort's
     is. The planner setting only, no result: the rows are the same whatever the plan.
 
-    The session's value (``SET`` or the role's, whatever it was) is restored afterwards; a failed
-    statement's transaction, rolled back, undoes the ``SET`` itself. Other engines: nothing."""
+    The session's value is restored afterwards (:func:`planner_settings`). Other engines: nothing."""
     if be.dialect != "postgres":
-        yield
-        return
-    raw = be._conn.connection.driver_connection
-    row = raw.execute("SELECT current_setting('enable_sort')").fetchone()
-    before = str(row[0]) if row else "on"
-    raw.execute("SET enable_sort = off")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            raw.execute("SELECT set_config('enable_sort', %s, false)", (before,))
+        return contextlib.nullcontext()
+    return planner_settings(be, {"enable_sort": "off"})
 
 
 def hashed_create(be: Backend) -> Callable[..., Relation] | None:
