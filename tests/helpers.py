@@ -188,6 +188,21 @@ def adult_mondrian_policy(privacy: dict, where: str, target: str, publish_as: st
 # --- ARX 3.9.2 as an oracle: small Java drivers compiled against its jars --------------------------
 
 
+def ages_duckdb(path: Path, rows: int, offset: int = 20) -> Any:
+    """A DuckDB file at ``path`` holding ``main.t``: ``rows`` records with distinct ages (id, age
+    ``offset + i``, one sensitive value), and the Mondrian policy k = 2 over age: the small table
+    of the tests of Mondrian's rounds on a database file."""
+    import duckdb
+
+    from sqlanon.policy import parse_policy
+
+    con = duckdb.connect(str(path))
+    con.execute(f"CREATE TABLE t AS SELECT i AS id, {offset} + i AS age, 'x' AS s FROM range({rows}) AS r(i)")
+    con.close()
+    doc = {"source": "main.t", "columns": {"id": "insensitive", "age": "quasi", "s": "sensitive"}}
+    return parse_policy({**doc, "privacy": {"k": 2}, "search": {"algorithm": "mondrian"}})
+
+
 def in_ci() -> bool:
     """``CI=true``, read when asked (tests/conftest.py's IN_CI is read once, at import)."""
     return os.environ.get("CI", "").lower() == "true"

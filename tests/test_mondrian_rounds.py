@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 import sqlanon
+from tests.helpers import ages_duckdb
 
 ROWS = [
     (0, "a1", 20, "x"),
@@ -75,19 +76,13 @@ def test_superseded_round_tables_are_dropped(tmp_path):  # noqa: ANN001
     """Each round's superseded working table and cuts are dropped when the round ends, so the rows
     held stay about two working tables, whatever the number of rounds (issue 33: 1e8 rows in
     bounded memory). 64 distinct ages, k = 2: 5 rounds of halving."""
-    import duckdb
 
     from sqlanon.engines import session
     from sqlanon.lattice import prepare
     from sqlanon.lattice.mondrian import mondrian
-    from sqlanon.policy import parse_policy
 
     path = tmp_path / "m.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE t AS SELECT i AS id, 20 + i AS age, 'x' AS s FROM range(64) AS r(i)")
-    con.close()
-    doc = {"source": "main.t", "columns": {"id": "insensitive", "age": "quasi", "s": "sensitive"}}
-    pol = parse_policy({**doc, "privacy": {"k": 2}, "search": {"algorithm": "mondrian"}})
+    pol = ages_duckdb(path, 64)
     with session(f"duckdb:///{path}") as be:
         res = mondrian(prepare(be, pol))
         names = [r[0] for r in be._conn.exec_driver_sql("SELECT table_name FROM duckdb_tables()").fetchall()]
@@ -103,19 +98,13 @@ def test_rounds_set_off_no_checkpoint_and_restore_the_setting(tmp_path):  # noqa
     """DuckDB checkpointed the database at one of the rounds' commits (its automatic checkpoint past
     ``checkpoint_threshold``): at 1e6 rows one commit took 0.3-0.7 s, the others 1 ms. The rounds
     run with the threshold out of reach, and the user's own (global to the database) comes back."""
-    import duckdb
 
     from sqlanon.engines import session
     from sqlanon.lattice import prepare
     from sqlanon.lattice.mondrian import mondrian
-    from sqlanon.policy import parse_policy
 
     path = tmp_path / "c.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE t AS SELECT i AS id, 20 + i AS age, 'x' AS s FROM range(16) AS r(i)")
-    con.close()
-    doc = {"source": "main.t", "columns": {"id": "insensitive", "age": "quasi", "s": "sensitive"}}
-    pol = parse_policy({**doc, "privacy": {"k": 2}, "search": {"algorithm": "mondrian"}})
+    pol = ages_duckdb(path, 16)
     seen: list[str] = []
     with session(f"duckdb:///{path}") as be:
 

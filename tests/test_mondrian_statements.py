@@ -21,6 +21,7 @@ from sqlanon.engines import session
 from sqlanon.lattice import prepare
 from sqlanon.lattice.mondrian import mondrian
 from sqlanon.policy import parse_policy
+from tests.helpers import ages_duckdb
 
 
 def _run(tmp_path: Path, distinct: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, int]:
@@ -75,11 +76,7 @@ def test_the_collector_is_paused_then_restored(tmp_path: Path) -> None:
     """The garbage collector is off during the rounds (the cut tree's allocations set off full
     collections of the whole heap) and as it was afterwards, on or off."""
     path = tmp_path / "g.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE t AS SELECT i AS id, i AS age, 'x' AS s FROM range(16) AS r(i)")
-    con.close()
-    doc = {"source": "main.t", "columns": {"id": "insensitive", "age": "quasi", "s": "sensitive"}}
-    pol = parse_policy({**doc, "privacy": {"k": 2}, "search": {"algorithm": "mondrian"}})
+    pol = ages_duckdb(path, 16, offset=0)
     during: list[bool] = []
     with session(f"duckdb:///{path}") as be:
         plan = prepare(be, pol)
