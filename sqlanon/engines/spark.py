@@ -62,7 +62,7 @@ CONNECT_PROBE_S = 10.0
 #: DISTINCT per QI, tiny), and the frequency table is read map-side. Adaptive execution runs each
 #: shuffle stage as a job of its own and one partition is all a dictionary needs: the nine Adult
 #: QIs at 1e5 rows, 28 jobs with Spark's defaults against 10 so, 8.9-11.8 s against 6.6-13 s
-#: interleaved on the loaded 2-core machine (4.2 s at load 8; issue 33, docs/performance.md).
+#: interleaved on the loaded 2-core machine (4.2 s at load 8; issue 33, benchmarks/results/NOTES.md).
 #: Where a dictionary is not broadcast by the static plan (no size estimate: a large source), the
 #: session's own settings stay, so that adaptive execution can still broadcast it at run time.
 BROADCAST_SETTINGS = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
