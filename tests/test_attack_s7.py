@@ -113,3 +113,52 @@ def test_checkpoint_threshold_restored_when_two_runs_overlap(tmp_path: Path) -> 
         second.__exit__(None, None, None)
         after = mondrian_mod._threshold(a)
     assert after == before
+
+
+class _Builder:
+    """SparkSession.builder's chain, recording each setting (no JVM: the setting is what is tested;
+    a real local session started by connect_spark served its UI at http://<host address>:4040, its
+    REST API listing every statement's plan with 'number of output rows' per operator)."""
+
+    def __init__(self) -> None:
+        self.conf: dict[str, str] = {}
+
+    def appName(self, _name: str) -> _Builder:  # noqa: N802 - pyspark's name
+        return self
+
+    def master(self, _master: str) -> _Builder:
+        return self
+
+    def config(self, key: str, value: str) -> _Builder:
+        self.conf[key] = value
+        return self
+
+    def getOrCreate(self) -> Any:  # noqa: N802 - pyspark's name
+        class _Context:
+            def setLogLevel(self, _level: str) -> None:  # noqa: N802 - pyspark's name
+                pass
+
+        class _Session:
+            sparkContext = _Context()
+
+        return _Session()
+
+
+@pytest.mark.parametrize(("url", "ui"), [("spark", "false"), ("spark?spark.ui.enabled=true", "true")])
+def test_spark_session_started_here_serves_no_web_ui(
+    url: str, ui: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Spark session sqlanon starts (``--db spark``, ``spark://``) served Spark's web UI on the
+    host's network address, port 4040, with no login: every statement's plan (its literals) and
+    each operator's row counts (the source's rows, its classes, the records a check removed)
+    readable by anyone on the network while the run lasts. Off unless the URL turns it on."""
+    from pyspark.sql import SparkSession
+
+    from sqlanon.engines import spark as spark_engine
+
+    builder = _Builder()
+    monkeypatch.setattr(SparkSession, "builder", builder)
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(spark_engine, "_chain_interrupt", lambda *_: None)
+    spark_engine.connect_spark(url)
+    assert builder.conf.get("spark.ui.enabled") == ui
