@@ -448,7 +448,10 @@ def connect_spark(url: str) -> SparkBackend:
                 builder = builder.master(base)
             elif "spark.master" not in settings:
                 builder = builder.master("local[*]")
-            builder = builder.config("spark.ui.showConsoleProgress", "false")
+            # No web UI (each statement's plan and row counts, served on the host's address without a
+            # login) unless the URL asks for one: spark?spark.ui.enabled=true.
+            for key in ("spark.ui.showConsoleProgress", "spark.ui.enabled"):
+                builder = builder.config(key, "false")
             owns = active is None
         for k, v in settings.items():
             builder = builder.config(k, v)
