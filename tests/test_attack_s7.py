@@ -1,8 +1,7 @@
 """An attacker's and an unlucky user's review of the paths changed on 2026-11-26 (task A, session 7):
 the PostgreSQL copy into the local DuckDB, Mondrian's checkpoint_threshold, the planner settings of
 the re-verification. Each test failed on the code before its fix; a fix proposed for a file another
-engineer owned at the time is a strict ``xfail`` naming the fix (it fails the suite once the fix
-lands, so that the marker is removed then)."""
+engineer owned at the time landed with its test (sqlanon/engines/duckdb_checkpoint.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from typing import Any
 import pytest
 
 from sqlanon import api
-from sqlanon.engines import postgres, session
-from sqlanon.lattice import mondrian as mondrian_mod
+from sqlanon.engines import duckdb_checkpoint, postgres, session
 from sqlanon.policy import parse_policy
 from tests.helpers import ages_duckdb, cli, write_policy
 
@@ -65,12 +63,6 @@ def test_pg_local_mondrian_publishes_multiline_text(
     assert db.sql("SELECT COUNT(*) FROM main.notes_out")[0][0] == ROWS
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Exception,
-    reason="proposed (sqlanon/lattice/mondrian.py, owned): _no_checkpoint skips the setting where "
-    "current_setting('lock_configuration') is true",
-)
 def test_mondrian_on_a_duckdb_whose_configuration_is_locked(tmp_path: Path) -> None:
     """A DuckDB opened with ``lock_configuration=true`` (an administrator's lock) refuses every
     SET: Mondrian's rounds set ``checkpoint_threshold`` (a speed-up only) and the refusal came out
@@ -91,11 +83,6 @@ def test_mondrian_on_a_duckdb_whose_configuration_is_locked(tmp_path: Path) -> N
     assert code == 0, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="proposed (sqlanon/lattice/mondrian.py, owned): one holder per database instance (a count "
-    "of the rounds under way, the first saves and the last restores)",
-)
 def test_checkpoint_threshold_restored_when_two_runs_overlap(tmp_path: Path) -> None:
     """``checkpoint_threshold`` is global to a DuckDB database, and every connection of one process
     to the same file shares that database (a notebook's own connection, two runs on threads). Two
@@ -105,13 +92,13 @@ def test_checkpoint_threshold_restored_when_two_runs_overlap(tmp_path: Path) -> 
     ages_duckdb(path, 4)
     url = f"duckdb:///{path}"
     with session(url) as a, session(url) as b:
-        before = mondrian_mod._threshold(a)
-        first, second = mondrian_mod._no_checkpoint(a), mondrian_mod._no_checkpoint(b)
+        before = duckdb_checkpoint.threshold(a)
+        first, second = duckdb_checkpoint.no_checkpoint(a), duckdb_checkpoint.no_checkpoint(b)
         first.__enter__()
         second.__enter__()
         first.__exit__(None, None, None)  # the first run ends first
         second.__exit__(None, None, None)
-        after = mondrian_mod._threshold(a)
+        after = duckdb_checkpoint.threshold(a)
     assert after == before
 
 

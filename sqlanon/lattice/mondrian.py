@@ -41,16 +41,15 @@ declared, then to the median cut.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from sqlanon.engines import Backend
+from sqlanon.engines.duckdb_checkpoint import no_checkpoint
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator
 from sqlanon.lattice.plan import Plan, Progress
@@ -162,40 +161,11 @@ def mondrian(plan: Plan, progress: Progress | None = None, *, scratch: bool = Fa
     paused = gc.isenabled()
     gc.disable()
     try:
-        with _no_checkpoint(plan.be):
+        with no_checkpoint(plan.be):
             return _mondrian(plan, progress, scratch)
     finally:
         if paused:
             gc.enable()
-
-
-@contextlib.contextmanager
-def _no_checkpoint(be: Backend) -> Iterator[None]:
-    """DuckDB: no automatic checkpoint of the database file during the rounds. The rounds create
-    and drop a few temporary tables a round, committed each round (:func:`_drop`), and these
-    commits set off DuckDB's automatic checkpoint (``checkpoint_threshold``, 16 MiB): at 1e6 rows
-    the 16th round's commit took 0.3-0.7 s against 1 ms for the others (each of five runs on a
-    loaded 2-core machine). The user's setting (global to the database) is restored at the end:
-    DuckDB's default exactly (RESET), another value as DuckDB prints it (three digits of MiB)."""
-    if be.dialect != "duckdb" or be.inline:
-        yield
-        return
-    before = _threshold(be)
-    be._run("SET checkpoint_threshold = '1TB'")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            be._run("RESET checkpoint_threshold")
-            if _threshold(be) != before:
-                be._run(f"SET checkpoint_threshold = {lit(before)}")
-
-
-def _threshold(be: Backend) -> str:
-    """DuckDB's checkpoint_threshold as it prints it. Every row is fetched: a result left unfinished
-    (``scalar``) keeps the connection busy, and the local walk's next Arrow read of it then failed
-    (ResourceInUseException)."""
-    return str(be._run("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0])
 
 
 def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianResult:
