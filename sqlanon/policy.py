@@ -132,7 +132,7 @@ class Privacy:
 @dataclass(frozen=True)
 class Search:
     algorithm: str = "flash"
-    #: ``ncp`` (issue 34): never worse than ``precision`` in the defaults study (docs/performance.md),
+    #: ``ncp`` (issue 34): never worse than ``precision`` in the defaults study (docs/defaults.md),
     #: and the closest to ARX's default quality model (Loss).
     metric: str = "ncp"
     #: ``optimum``: Flash skips nodes whose metric bound already loses to a satisfying node it has

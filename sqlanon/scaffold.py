@@ -403,7 +403,7 @@ def init_policy(be: Backend, rel: Relation, k: int = 5) -> str:
 
 
 #: Where the figures quoted in the policy ``init`` writes come from.
-STUDY = 'docs/performance.md, "Which defaults keep utility"'
+STUDY = 'docs/defaults.md, "Which defaults keep utility"'
 
 
 def _privacy_and_search(k: int, rows: int, starred: list[str]) -> list[str]:

@@ -1,7 +1,7 @@
 """Defaults that keep utility (issue 34, items 8 and 9): the built-in search metric is ``ncp``, and
 the starting policy ``sqlanon init`` writes states each default with the figures of the defaults
-study (docs/performance.md, "Which defaults keep utility"), read here from that table, not from
-the code."""
+study (docs/defaults.md, "Which defaults keep utility"), read here from that page's table, not
+from the code."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.conftest import ROOT, TestDB
 from tests.helpers import cli, cli_json
 from tests.test_scaffold import WAGE_COLUMNS, WAGE_TYPES, _wage_rows
 
-STUDY = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+STUDY = ROOT / "docs" / "defaults.md"
 TABLES = 6
 
 
@@ -24,7 +24,7 @@ def _study() -> dict[str, dict[str, dict[str, float]]]:
     """data set -> release -> {ncp, wiped, suppressed, rows}, from the study's markdown table."""
     text = STUDY.read_text(encoding="utf-8")
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for line in text.split("## Which defaults keep utility", 1)[1].splitlines():
+    for line in text.splitlines():
         m = re.match(
             r"\| (.+?) \(([\d,]+), \d+\) \| (.+?) \| ([\d.]+) \| (\d+)/\d+.*? \| \d+ \| (\d+) \|", line
         )
@@ -145,3 +145,19 @@ def test_init_gives_no_band_that_groups_nothing(db: TestDB, tmp_path: Path) -> N
     assert cols["age"]["hierarchy"] == {"interval": {"widths": [5, 10, 20], "start": 20}}
     assert "# The search spans 50 nodes (married 2 x educ 5 x age 5 levels)." in text
     assert "married: no hierarchy but '*'" in _prose(text)
+
+
+def test_the_page_named_to_users_holds_the_study(duck_patients: TestDB) -> None:
+    """The note on a blanked QI and the comments ``init`` writes send the user to the study by its
+    path in the repository: that page must hold the study's table (it moved from
+    docs/performance.md to a page of its own)."""
+    from sqlanon.scaffold import STUDY as named_by_init
+
+    args = ("anonymise", str(ROOT / "fixtures" / "patients.yaml"), "--db", duck_patients.url)
+    code, _, err = cli(*args, "--dry-run", "--levels", "Postcode=5,Age=1")
+    assert code == 0 and "note: Postcode generalised to '*'" in err, err
+    pages = re.findall(r"docs/[\w-]+\.md", err) + re.findall(r"docs/[\w-]+\.md", named_by_init)
+    assert len(pages) == 2, (err, named_by_init)
+    for page in pages:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert "| data set (rows, QIs) | release | NCP |" in text, page

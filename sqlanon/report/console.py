@@ -382,7 +382,7 @@ def print_anonymise(
         console.print(
             f"note: {_e(', '.join(r['wiped_qis']))} generalised to '*' (nothing of it kept); to keep more, "
             f"try Mondrian (--algorithm mondrian), a suppression limit (privacy.suppression), {ncp}"
-            "or a finer hierarchy (docs/performance.md, Which defaults keep utility)"
+            "or a finer hierarchy (what each kept on six tables: docs/defaults.md)"
         )
     if not r.get("published"):  # the published relation's measurement says it otherwise
         _print_k_scope(r, console)
