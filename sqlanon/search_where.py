@@ -13,7 +13,7 @@ the errors), so that the policy can validate the key while the walk itself lives
   it can: :mod:`sqlanon.lattice.localfreq`), the lattice is walked there, and publishing runs in the
   warehouse; re-verification groups the release there and checks it locally
   (:mod:`sqlanon.lattice.local_measure`);
-- ``auto`` (the default): ``local`` on PostgreSQL and Spark when the coded table has at most
+- ``auto`` (the default): ``local`` on PostgreSQL and Spark when the frequency table has at most
   :data:`LOCAL_MAX_ROWS` rows and pyarrow is installed, else ``database``. DuckDB is already
   in-process: ``auto`` never copies from it.
 """
@@ -28,10 +28,11 @@ from typing import Any
 from sqlanon.errors import PolicyError
 
 WHERES = ("auto", "database", "local")
-#: ``auto`` walks locally up to this many rows of the coded table (one row per distinct
-#: combination of quasi-identifier and sensitive values): about 100-200 bytes a row in the local
-#: DuckDB with nine quasi-identifiers (Adult's ARX hierarchies: 30 int32 level codes), so at most
-#: ~1 GB of driver memory, never spilled to disk.
+#: ``auto`` walks locally up to this many rows of the frequency table (one row per distinct
+#: combination of quasi-identifier and sensitive values), which crosses as values and is coded
+#: locally: ~410 bytes a row of the local process's peak with nine quasi-identifiers (Spark at 1e8
+#: rows: 1,328 MB for 2,873,622 rows, docs/performance.md), so at most ~2 GB of driver memory,
+#: never spilled to disk.
 LOCAL_MAX_ROWS = 5_000_000
 #: Engines where ``auto`` walks locally: those where a statement costs far more than on DuckDB.
 LOCAL_ENGINES = frozenset({"postgres", "spark"})
