@@ -103,10 +103,41 @@ def test_spark_assess_numbers_classes_without_a_window_over_the_grouped_rows(db:
     check_golden("freq__base--assess.spark.sql", sql)
 
 
+#: dbt tests whose Spark macros build freq/base's Spark form (sqlanon/dbt/macros.py): (macro, args).
+DBT_TESTS = [
+    ("test_sqlanon_l_diversity", ("disease", 3, "distinct", None, None)),
+    ("test_sqlanon_t_closeness", ("disease", 0.2, "emd-equal", None, None, None)),
+    ("test_sqlanon_beta_likeness", ("disease", 1.0, "basic", None)),
+]
+
+
+def _dbt_failures(db: TestDB, adapter: str) -> list[int]:
+    """The rows each dbt test of DBT_TESTS returns on ``db`` (the failing classes), its macro for
+    ``adapter`` rendered by Jinja with dbt's dispatch (tests/test_dbt_grassberger.py's harness) and
+    the package's own macros (quoting, the order key)."""
+    import jinja2
+
+    from sqlanon.dbt import macros
+
+    env = jinja2.Environment()
+    text = (macros.package_dir() / "macros" / "sqlanon.sql").read_text(encoding="utf-8") + macros.generate()
+    module: Any = None
+
+    def dispatch(name: str, _namespace: str) -> Any:
+        return getattr(module, f"{adapter}__{name}", None) or getattr(module, f"default__{name}")
+
+    env.globals["adapter"] = type("Adapter", (), {"dispatch": staticmethod(dispatch)})()
+    module = env.from_string(text).module
+    model = "main.people"
+    return [len(db.sql(str(dispatch(m, "sqlanon")(model, ["age", "zip"], *args)))) for m, args in DBT_TESTS]
+
+
 @pytest.mark.spark
 def test_spark_cids_and_figures(tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """On Spark: the cids are the dense rank of the QI tuples (NULL last, ties one class), and an
-    assessment in the warehouse gives DuckDB's figures."""
+    """On Spark: the cids are the dense rank of the QI tuples (NULL last, ties one class), an
+    assessment in the warehouse gives DuckDB's figures, and the dbt package's Spark macros (the
+    sensitive ranks over distinct values, the reference's grouped rows a CTE of their own) fail
+    the classes DuckDB's fail."""
     spark_gen = _make_db("spark", request, tmp_path / "s")
     spark = next(spark_gen)
     duck_gen = _make_db("duckdb", request, tmp_path)
@@ -125,6 +156,8 @@ def test_spark_cids_and_figures(tmp_path: Path, request: pytest.FixtureRequest) 
             pol = {"source": "main.people", **POLICIES["l_t_risks"], "search": {"where": "database"}}
             results.append(sqlanon.assess(pol, db.url).to_dict())
         same(results[0], results[1])
+        fails = [_dbt_failures(duck, "duckdb"), _dbt_failures(spark, "spark")]
+        assert fails[0] == fails[1] and all(fails[0]), fails
     finally:
         for gen in (duck_gen, spark_gen):
             for _ in gen:
