@@ -34,7 +34,7 @@ TWO60 = 2**60
 #: (column type, the values around which rows are drawn, the unit of an offset)
 CASES = {
     "bigint": ("BIGINT", TWO60, 1),
-    "decimal38": ("DECIMAL(38,0)", 10**20, 40),
+    "decimal38": ("DECIMAL(38,0)", Decimal(10**20), Decimal(40)),
     "decimal_frac": ("DECIMAL(38,20)", Decimal(1), Decimal("1e-18")),
 }
 
