@@ -21,7 +21,9 @@ the value level along a hierarchy), which no descendant can be cut on: a round d
 (29 % of the (row, QI) pairs at 1e6 rows).
 
 Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its
-values and its width is (max - min) / (the table's max - min). Any other QI with a hierarchy is cut
+values and its width is (max - min) / (the table's max - min); where a double may not hold its
+values exactly (a BIGINT past 2^53, a DECIMAL of more digits) the rounds order them by rank, the
+same cuts on the exact values, and the release compares with the median's exact text. Any other QI with a hierarchy is cut
 along it, top-down (LeFevre et al. 2006 section 4, Fung et al.'s top-down specialisation): a
 partition's lowest common label is replaced by the labels one level down, one child each, and its
 width is (cover - 1) / (distinct - 1), the cover being the table's distinct values under that label.
