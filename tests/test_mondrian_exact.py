@@ -135,3 +135,23 @@ def test_postgres_numeric_rounds_stay_in_the_warehouse(db: TestDB, tmp_path: Pat
     assert _release(db, tmp_path, "decimal38", offsets, 2, "table") == _expected(offsets, 2)
     with pytest.raises(AssertionError, match=r"column a is PostgreSQL numeric.*search.where: database"):
         _release(db, tmp_path, "decimal38", offsets, 2, "table", "local", load=False)
+
+
+def test_a_median_of_minus_infinity_is_a_cast(db: TestDB, tmp_path: Path) -> None:
+    """A double's -Infinity as the median of its ranks (the range is not finite): the CASE tree
+    compares with CAST('-Infinity' AS DOUBLE), where the float's text ``-inf`` was read as a column."""
+    rows = [[i, float("-inf") if i < 6 else float(1 + i % 2)] for i in range(12)]
+    db.load("ex", ["id", "a"], rows, ["BIGINT", "DOUBLE PRECISION"])
+    pol = {
+        "source": "main.ex",
+        "target": "main.ex_m",
+        "columns": {"id": "insensitive", "a": "quasi"},
+        "privacy": {"k": 3},
+        "search": {"algorithm": "mondrian"},
+    }
+    code, _out, err = cli(
+        "anonymise", str(write_policy(tmp_path, pol)), "--db", db.url, "--as", "view", "--replace"
+    )
+    assert code == 0, err
+    classes = Counter(str(a) for _, a in db.sql("SELECT id, a FROM main.ex_m"))
+    assert sorted(classes.values()) == [3, 3, 6] and min(classes.values()) >= 3, classes
