@@ -1054,13 +1054,9 @@ WHERE
 {% set sqlanon_l_rank = l if kind == 'recursive' else 2 %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
 {% if kind == 'distinct' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -1071,6 +1067,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -1163,13 +1180,9 @@ JOIN a0_st AS s
 WHERE
   s.distinct_values < {{ l }}
 {% elif kind == 'entropy' and estimator == 'grassberger' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -1180,6 +1193,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -1278,13 +1312,9 @@ WHERE
   s.entropy_g < LN(CAST({{ l }} AS DOUBLE)) / LN(2) - CAST(1e-09 AS DOUBLE)
   OR s.distinct_values < CEIL({{ l }})
 {% elif kind == 'entropy' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -1295,6 +1325,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -1387,13 +1438,9 @@ JOIN a0_st AS s
 WHERE
   s.entropy < LN(CAST({{ l }} AS DOUBLE)) / LN(2) - CAST(1e-09 AS DOUBLE)
 {% elif kind == 'recursive' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -1404,6 +1451,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -3269,13 +3337,9 @@ WHERE
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', order) %}
 {% set sqlanon_hier_rows = adapter.dispatch('sqlanon_hier_rows', 'sqlanon')(hierarchy) %}
 {% if measure == 'emd-equal' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -3286,6 +3350,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -3295,11 +3380,9 @@ WITH sqlanon_freq AS (
   GROUP BY
     cid,
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
-), sqlanon_ref_freq AS (
+), sqlanon_ref_grouped AS (
   SELECT
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
@@ -3308,6 +3391,25 @@ WITH sqlanon_freq AS (
     GROUP BY
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_ref_freq AS (
+  SELECT
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_ref_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_ref_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), a0_ref AS (
   SELECT
     s_0 AS s,
@@ -3396,13 +3498,9 @@ JOIN a0_st AS s
 WHERE
   s.emd_equal > {{ t }} + CAST(1e-09 AS DOUBLE)
 {% elif measure == 'emd-ordered' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -3413,6 +3511,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -3422,11 +3541,9 @@ WITH sqlanon_freq AS (
   GROUP BY
     cid,
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
-), sqlanon_ref_freq AS (
+), sqlanon_ref_grouped AS (
   SELECT
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
@@ -3435,6 +3552,25 @@ WITH sqlanon_freq AS (
     GROUP BY
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_ref_freq AS (
+  SELECT
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_ref_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_ref_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), a0_ref AS (
   SELECT
     s_0 AS s,
@@ -3552,13 +3688,9 @@ JOIN a0_st AS s
 WHERE
   s.emd_ordered > {{ t }} + CAST(1e-09 AS DOUBLE)
 {% elif measure == 'kl' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -3569,6 +3701,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -3578,11 +3731,9 @@ WITH sqlanon_freq AS (
   GROUP BY
     cid,
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
-), sqlanon_ref_freq AS (
+), sqlanon_ref_grouped AS (
   SELECT
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
@@ -3591,6 +3742,25 @@ WITH sqlanon_freq AS (
     GROUP BY
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_ref_freq AS (
+  SELECT
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_ref_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_ref_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), a0_ref AS (
   SELECT
     s_0 AS s,
@@ -3679,13 +3849,9 @@ JOIN a0_st AS s
 WHERE
   s.kl > {{ t }} + CAST(1e-09 AS DOUBLE)
 {% elif measure == 'emd-hierarchical' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -3696,6 +3862,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -3705,11 +3892,9 @@ WITH sqlanon_freq AS (
   GROUP BY
     cid,
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
-), sqlanon_ref_freq AS (
+), sqlanon_ref_grouped AS (
   SELECT
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
@@ -3718,6 +3903,25 @@ WITH sqlanon_freq AS (
     GROUP BY
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_ref_freq AS (
+  SELECT
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_ref_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_ref_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), a0_ref AS (
   SELECT
     s_0 AS s,
@@ -5117,13 +5321,9 @@ WHERE
 {% macro spark__test_sqlanon_delta_disclosure(model, quasi_identifiers, sensitive, delta, reference) %}
 {% set sqlanon_reference = reference if reference is not none else model %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -5134,6 +5334,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -5143,11 +5364,9 @@ WITH sqlanon_freq AS (
   GROUP BY
     cid,
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
-), sqlanon_ref_freq AS (
+), sqlanon_ref_grouped AS (
   SELECT
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
@@ -5156,6 +5375,25 @@ WITH sqlanon_freq AS (
     GROUP BY
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_ref_freq AS (
+  SELECT
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_ref_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_ref_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), a0_ref AS (
   SELECT
     s_0 AS s,
@@ -6012,13 +6250,9 @@ WHERE
 {% set sqlanon_reference = reference if reference is not none else model %}
 {% set sqlanon_sort_key = adapter.dispatch('sqlanon_order_key', 'sqlanon')('s_0', none) %}
 {% if kind == 'basic' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -6029,6 +6263,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -6038,11 +6293,9 @@ WITH sqlanon_freq AS (
   GROUP BY
     cid,
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
-), sqlanon_ref_freq AS (
+), sqlanon_ref_grouped AS (
   SELECT
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
@@ -6051,6 +6304,25 @@ WITH sqlanon_freq AS (
     GROUP BY
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_ref_freq AS (
+  SELECT
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_ref_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_ref_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), a0_ref AS (
   SELECT
     s_0 AS s,
@@ -6150,13 +6422,9 @@ JOIN a0_st AS s
 WHERE
   s.bl > {{ beta }} + CAST(1e-09 AS DOUBLE)
 {% elif kind == 'enhanced' %}
-WITH sqlanon_freq AS (
+WITH sqlanon_grouped AS (
   SELECT
-    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
-    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }} AS sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
@@ -6167,6 +6435,27 @@ WITH sqlanon_freq AS (
       {% for sqlanon_qi in quasi_identifiers %}{{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sqlanon_qi) }}{% if not loop.last %}, {% endif %}{% endfor %},
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_freq AS (
+  SELECT
+    DENSE_RANK() OVER (ORDER BY {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }} NULLS LAST{% if not loop.last %}, {% endif %}{% endfor %}) AS cid,
+    {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %},
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), sqlanon_classes AS (
   SELECT
     cid,
@@ -6176,11 +6465,9 @@ WITH sqlanon_freq AS (
   GROUP BY
     cid,
     {% for sqlanon_qi in quasi_identifiers %}sqlanon_q{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %}
-), sqlanon_ref_freq AS (
+), sqlanon_ref_grouped AS (
   SELECT
-    s_0,
-    DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0,
-    cnt
+    g.*
   FROM (
     SELECT
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }} AS s_0,
@@ -6189,6 +6476,25 @@ WITH sqlanon_freq AS (
     GROUP BY
       {{ adapter.dispatch('sqlanon_quote', 'sqlanon')(sensitive) }}
   ) AS g
+), sqlanon_ref_freq AS (
+  SELECT
+    g.s_0,
+    sid_0,
+    cnt
+  FROM sqlanon_ref_grouped AS g
+  JOIN (
+    SELECT
+      s_0,
+      DENSE_RANK() OVER (ORDER BY {{ sqlanon_sort_key }} NULLS LAST) AS sid_0
+    FROM (
+      SELECT DISTINCT
+        s_0
+      FROM sqlanon_ref_grouped
+      WHERE
+        cnt > 0
+    ) AS d
+  ) AS r0
+    ON g.s_0 IS NOT DISTINCT FROM r0.s_0
 ), a0_ref AS (
   SELECT
     s_0 AS s,

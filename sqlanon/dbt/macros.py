@@ -139,7 +139,9 @@ TESTS: tuple[Test, ...] = (
 _REFERENCED = ("sqlanon_t_closeness", "sqlanon_delta_disclosure", "sqlanon_beta_likeness")
 
 
-def _freq(source: str, qis: bool, sensitive: bool, with_cid: bool = True) -> Sql:
+def _freq(source: str, qis: bool, sensitive: bool, with_cid: bool = True, dialect: str = "") -> Sql:
+    """freq/base with placeholders; Spark's ranks its sensitive values over their distinct values
+    (freq/base.spark.sql.j2), keeping cid's window (a loop over the QIs cannot name the first)."""
     q = [ident(_QI)] if qis else []
     s = [ident("__sqlanon_s__")] if sensitive else []
     text = render(
@@ -154,15 +156,17 @@ def _freq(source: str, qis: bool, sensitive: bool, with_cid: bool = True) -> Sql
         sort_keys=[ident("__sqlanon_sort__")] if sensitive else [],
         group_exprs=q + s,
         with_cid=with_cid,
+        distinct_ranks=dialect == "spark",
+        grouped_cte=Sql("sqlanon_grouped" if qis else "sqlanon_ref_grouped"),  # one statement holds both
     )
     return Sql(text)
 
 
-def _context(test: Test, variant: dict[str, Any]) -> dict[str, Any]:
+def _context(test: Test, variant: dict[str, Any], dialect: str = "") -> dict[str, Any]:
     sensitive = test.name in ("sqlanon_l_diversity", *_REFERENCED)
     freq = Relation("sqlanon_freq")
     ctx: dict[str, Any] = {
-        "freq_sql": _freq("__sqlanon_model__", True, sensitive),
+        "freq_sql": _freq("__sqlanon_model__", True, sensitive, dialect=dialect),
         "classes_sql": Sql(render("freq/classes", CANONICAL, freq=freq, q_aliases=[ident(_QA)])),
         "freq": freq,
         "q_aliases": [ident(_QA)],
@@ -176,7 +180,7 @@ def _context(test: Test, variant: dict[str, Any]) -> dict[str, Any]:
         **{name.strip("_").removeprefix("sqlanon_"): ident(name) for name in SCALARS},
     }
     if test.name in _REFERENCED:
-        ctx["ref_freq_sql"] = _freq("__sqlanon_reference__", False, True, with_cid=False)
+        ctx["ref_freq_sql"] = _freq("__sqlanon_reference__", False, True, with_cid=False, dialect=dialect)
     ctx.update(variant)
     return ctx
 
@@ -240,12 +244,12 @@ def macro_body(test: Test, adapter: str) -> str:
     dialect = ADAPTERS[adapter]
     head = PREAMBLE.get(test.name, "")
     if len(test.variants) == 1:
-        body = jinja_sql(test.template, dialect, **_context(test, test.variants[0][1])) + "\n"
+        body = jinja_sql(test.template, dialect, **_context(test, test.variants[0][1], dialect)) + "\n"
     else:
         parts = []
         for i, (cond, variant) in enumerate(test.variants):
             parts.append(f"{{% {'if' if i == 0 else 'elif'} {cond} %}}\n")
-            parts.append(jinja_sql(test.template, dialect, **_context(test, variant)) + "\n")
+            parts.append(jinja_sql(test.template, dialect, **_context(test, variant, dialect)) + "\n")
         body = "".join(parts) + "{% endif %}\n"
     return head + body
 

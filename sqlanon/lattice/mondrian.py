@@ -21,7 +21,9 @@ the value level along a hierarchy), which no descendant can be cut on: a round d
 (29 % of the (row, QI) pairs at 1e6 rows).
 
 Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its
-values and its width is (max - min) / (the table's max - min). Any other QI with a hierarchy is cut
+values and its width is (max - min) / (the table's max - min); where a double may not hold its
+values exactly (a BIGINT past 2^53, a DECIMAL of more digits) the rounds order them by rank, the
+same cuts on the exact values, and the release compares with the median's exact text. Any other QI with a hierarchy is cut
 along it, top-down (LeFevre et al. 2006 section 4, Fung et al.'s top-down specialisation): a
 partition's lowest common label is replaced by the labels one level down, one child each, and its
 width is (cover - 1) / (distinct - 1), the cover being the table's distinct values under that label.
@@ -59,7 +61,7 @@ from sqlanon.policy import Policy
 from sqlanon.profitability import is_table_wide
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Hole, Sql, ident, lit
-from sqlanon.transform.partition import TreeCut, map_key, partition_context
+from sqlanon.transform.partition import TreeCut, double_exact, map_key, partition_context
 from sqlanon.transform.release import internal_prefix
 
 #: At most this many rounds (ids and the published CASE tree stay small; 2^64 partitions).
@@ -211,6 +213,9 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         # sorts NaN above every number) would put inf or nan into the statements' arithmetic and
         # text; such a column is cut on its values' ranks instead, as a text one is.
         numeric = bool(d["numeric"]) and not nulls and math.isfinite(float(hi) - float(lo))
+        # Cut on the values' ranks where a double may not hold them exactly (a BIGINT past 2^53, a
+        # DECIMAL of more digits): its width still from the values (the dictionary's x).
+        ranked = not numeric or not double_exact(types[name], float(lo), float(hi))
         h = plan.hierarchies[j]
         # Along the hierarchy: a non-numeric axis whose QI declares one (its levels below '*').
         levels = h.height if not numeric and specs[name].hierarchy is not None else 0
@@ -222,6 +227,7 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
                 "q": d["q"],
                 "v": ident(f"v_{j}"),
                 "numeric": numeric,
+                "ranked": ranked,  # v is the value's rank (init.sql.j2), not the value as a DOUBLE
                 "span": lit(float(dims[-1].span)),
                 "card": lit(int(card)),
                 "narrow": int(card) < INT_LIMIT,  # its ranks fit an INTEGER (init.sql.j2)
@@ -259,7 +265,7 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         (int(dim), int(lvl), int(code)): None if int(is_null) else label
         for dim, lvl, code, label, is_null in (be.query("mondrian/labels", covers=covers) if hier else [])
     }
-    ranked = any(not d.numeric and not d.levels for d in dims)
+    ranked = any(c["ranked"] and not c["codes"] for c in ctx_dims)
     dictionary = (
         be.create_temp("mdict", "mondrian/dict", work=work, vals=vals, dims=ctx_dims) if ranked else None
     )
@@ -333,7 +339,7 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         if not (types[c.name].numeric if c.name in types else False)
     ]
     mu = [sid for _, sid in categorical]
-    ctx = {"levels": levels, "ranges": ranges, "dims": ctx_dims, "lab": lab, "mu": mu}
+    ctx = {"levels": levels, "ranges": ranges, "dict": dictionary, "dims": ctx_dims, "lab": lab, "mu": mu}
     row = be.query("mondrian/metrics", work=work, **ctx)[0]
     n_parts, n, smallest, dm = (int(x) for x in row[:4])
     ncp, h, ph, lb, lam = (float(x or 0.0) for x in row[4:9])

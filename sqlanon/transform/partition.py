@@ -19,8 +19,10 @@ its double quotes and backslashes escaped by a backslash, so
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from sqlglot import exp
@@ -60,7 +62,52 @@ class TreeCut:
     hierarchy: Hierarchy | None = None
 
 
+#: A floating-point type (a double holds its values exactly), and a DECIMAL's precision and scale.
+_FLOAT_TYPE = re.compile(r"^(FLOAT\d?|REAL|DOUBLE)\b", re.IGNORECASE)
+_DECIMAL_TYPE = re.compile(r"^(DECIMAL|NUMERIC)\s*\(\s*\d+\s*(?:,\s*(\d+)\s*)?\)", re.IGNORECASE)
+
+
+def double_exact(col: Column, lo: float, hi: float) -> bool:
+    """Whether a double tells the values of ``col`` (a numeric column, lo and hi its least and
+    greatest value as doubles) apart and writes each back exactly, so Mondrian may cut them as
+    doubles (mondrian/round.sql.j2) and publish a median as the double's shortest text: a
+    floating-point column; integers in (-2^53, 2^53); a DECIMAL of scale s > 0 within 10^(15 - s)
+    (at most 15 significant digits, which a double's shortest text gives back). Anything else (a
+    BIGINT or DECIMAL(38, 0) past 2^53, more digits, PostgreSQL's ``numeric`` of unknown scale) is
+    cut on its values' ranks, its median published from its exact text. The bounds are strict: a
+    value at or past one is a double at or past it, as the conversion is monotone."""
+    t = col.type.strip()
+    if _FLOAT_TYPE.match(t):
+        return True
+    bound = 2.0**53
+    if not col.integral:
+        m = _DECIMAL_TYPE.match(t)
+        scale = int(m.group(2) or 0) if m else 16
+        if scale > 15:
+            return False
+        bound = bound if scale == 0 else 10.0 ** (15 - scale)
+    return -bound < lo and hi < bound
+
+
+def _number(text: str, col: Column) -> exp.Expression:
+    """The literal of a numeric column's value from its exact text (a median cut on ranks): the
+    digits as they are, where a double would round them (2^60 + 1 is 2^60 as a double). A
+    double's text stays its shortest form; Infinity and NaN (no literal in SQL) a cast of the text."""
+    try:
+        number = Decimal(text.strip())
+    except InvalidOperation:
+        raise SqlanonError(f"mondrian: the median of a {col.type} column is not a number") from None
+    if not number.is_finite():
+        return exp.cast(exp.Literal.string(str(number)), exp.DataType.build("double"))
+    if _FLOAT_TYPE.match(col.type.strip()):
+        value = float(number)
+        return exp.Literal.number(repr(int(value)) if value.is_integer() else repr(value))
+    return exp.Literal.number(format(number, "f"))
+
+
 def _median_literal(cut: TreeCut, col: Column | None) -> exp.Expression:
+    if col is not None and col.numeric and cut.med_text is not None:
+        return _number(cut.med_text, col)
     if cut.numeric or (col is not None and col.numeric):
         value = float(cut.med if cut.numeric else float(cut.med_text or 0))
         return exp.Literal.number(repr(int(value)) if value.is_integer() else repr(value))
