@@ -20,25 +20,24 @@ label by label, so a partition's lowest common label follows from its lowest and
 the value level along a hierarchy), which no descendant can be cut on: a round does not group them
 (29 % of the (row, QI) pairs at 1e6 rows).
 
-Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its
-values and its width is (max - min) / (the table's max - min); where a double may not hold its
-values exactly (a BIGINT past 2^53, a DECIMAL of more digits) the rounds order them by rank, the
-same cuts on the exact values, and the release compares with the median's exact text. Any other QI with a hierarchy is cut
-along it, top-down (LeFevre et al. 2006 section 4, Fung et al.'s top-down specialisation): a
+Conventions (the tests' reference follows them): a numeric QI without NULLs is cut on its values and
+its width is (max - min) / (the table's max - min); where a double may not hold its values exactly
+(a BIGINT past 2^53, a DECIMAL of more digits) the rounds order them by rank, the same cuts on the
+exact values, and the release compares with the median's exact text. Any other QI with a hierarchy
+is cut along it, top-down (LeFevre et al. 2006 section 4, Fung et al.'s top-down specialisation): a
 partition's lowest common label is replaced by the labels one level down, one child each, and its
 width is (cover - 1) / (distinct - 1), the cover being the table's distinct values under that label.
-A QI with neither is cut on the rank of its value in value order (NULL last), width (the
-partition's distinct values) / (the table's), anonypy's span of a categorical column (on Adult
-it keeps more than (max rank - min rank) / (distinct - 1) does: NCP 0.0126 against 0.0153 for k = 5,
+A QI with neither is cut on the rank of its value in value order (NULL last), width (the partition's
+distinct values) / (the table's), anonypy's span of a categorical column (on Adult it keeps more
+than (max rank - min rank) / (distinct - 1) does: NCP 0.0126 against 0.0153 for k = 5,
 benchmarks/mondrian_anonypy.py). On an axis (numbers or ranks) two cut points are tried, in order:
 the lower median by records (the smallest value whose running count reaches half), then the
-partition's value just below it; the left half is ``value <= cut point``. The second is what
-keeps a cut when the most common value is also the last (Male, White on Adult: the median cut
-leaves the right half empty): whenever some cut point of the value order leaves both halves with
-at least k records, one of these two does, since the running counts only grow (LeFevre et al.
-2006 and anonypy likewise cut a categorical axis so that both halves are non-empty). A cut is
-allowable when every child satisfies the policy. Ties between widths go to the first QI
-declared, then to the median cut.
+partition's value just below it; the left half is ``value <= cut point``. The second is what keeps a
+cut when the most common value is also the last (Male, White on Adult: the median cut leaves the
+right half empty): whenever some cut point of the value order leaves both halves with at least k
+records, one of these two does, since the running counts only grow (LeFevre et al. 2006 and anonypy
+likewise cut a categorical axis so that both halves are non-empty). A cut is allowable when every
+child satisfies the policy. Ties between widths go to the first QI declared, then to the median cut.
 """
 
 from __future__ import annotations
