@@ -1,0 +1,84 @@
+"""A second reading of Mondrian's exact cuts (tests/test_mondrian_exact.py), as an attacker.
+
+A median cut on ranks (a QI with NULLs, or one a double cannot hold) is published from its value's
+text (transform/partition.py ``_number``). Two literals were not the value the rounds cut at:
+a REAL's text (0.1) read as a double is not the real 0.1 (0.10000000149011612), and PostgreSQL
+compares ``real <= numeric`` as doubles, so the median went to the right of its own cut; and a
+DECIMAL's fraction became ``CAST(... AS DOUBLE)`` on Spark (every number literal with a point is
+made DOUBLE there: sql/compile.py), where 1.00000000000000000001 and ...04 are one double.
+
+The expected classes come from the reference of tests/test_mondrian.py (Mondrian from its
+definition), on the values' offsets from their least (see tests/test_mondrian_exact.py).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.conftest import TestDB
+from tests.helpers import cli, write_policy
+from tests.test_mondrian import reference
+
+
+def _policy(tmp_path: Path, k: int) -> Path:
+    return write_policy(
+        tmp_path,
+        {
+            "source": "main.ex",
+            "target": "main.ex_m",
+            "columns": {"id": "insensitive", "a": "quasi"},
+            "privacy": {"k": k},
+            "search": {"algorithm": "mondrian"},
+        },
+    )
+
+
+@pytest.mark.parametrize("as_", ["view", "table"])
+def test_a_real_median_is_published_as_the_real(db: TestDB, tmp_path: Path, as_: str) -> None:
+    """A REAL QI with NULLs (cut on ranks, its median from the text '0.2'): every class is the
+    reference's. Before, PostgreSQL's view compared ``a <= 0.2`` as doubles, false for the real
+    0.2 itself, and moved the median's records into the next class."""
+    offsets = [1, 1, 2, 2, 2, 3, 3, 4, 4, 4, 5, 5, None, None]
+    rows = [[i, None if o is None else str(Decimal(o) / 10)] for i, o in enumerate(offsets)]
+    db.load("ex", ["id", "a"], rows, ["BIGINT", "REAL"])
+    code, _out, err = cli("anonymise", str(_policy(tmp_path, 3)), "--db", db.url, "--as", as_, "--replace")
+    assert code == 0, err
+    groups: dict[str, list[int]] = {}
+    for i, label in db.sql("SELECT id, a FROM main.ex_m"):
+        groups.setdefault(str(label), []).append(int(i))
+    want = reference([{"id": i, "a": o} for i, o in enumerate(offsets)], ["a"], [True], 3)
+    assert sorted(sorted(g) for g in groups.values()) == sorted(sorted(p) for p in want)
+
+
+def _compiled(tmp_path: Path, typ: str, values: list[str | None], dialect: str) -> str:
+    """``sqlanon compile`` of Mondrian over one QI ``a`` of type ``typ`` (a DuckDB file)."""
+    path = tmp_path / "c.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(f"CREATE TABLE ex (id BIGINT, a {typ})")
+    con.executemany(f"INSERT INTO ex VALUES (?, CAST(? AS {typ}))", list(enumerate(values)))
+    con.close()
+    code, out, err = cli(
+        "compile", str(_policy(tmp_path, 2)), "--dialect", dialect, "--db", f"duckdb:///{path}"
+    )
+    assert code == 0, err
+    return out
+
+
+def test_spark_sql_keeps_a_decimal_median_exact(tmp_path: Path) -> None:
+    """The printed Spark SQL of a DECIMAL(38,20) QI compares with the median's exact digits, not a
+    DOUBLE (1.0 for all four values: one side for every record)."""
+    vals = [f"1.0000000000000000000{i}" for i in range(1, 5)] + [None]
+    out = _compiled(tmp_path, "DECIMAL(38,20)", vals, "spark")
+    assert "'1.00000000000000000003' AS DECIMAL" in out and "AS DOUBLE) THEN" not in out
+
+
+def test_spark_sql_of_a_huge_double_median_is_a_double_literal(tmp_path: Path) -> None:
+    """A DOUBLE QI near 1e300: its median was written as its 301 digits, a literal Spark reads as a
+    DECIMAL (38 digits at most). The printed SQL holds no number of more than 38 digits."""
+    out = _compiled(tmp_path, "DOUBLE", [f"{i}e300" for i in range(1, 5)], "spark")
+    assert "<=" in out and not re.search(r"\d{39}", out)
