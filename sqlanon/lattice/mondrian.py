@@ -219,6 +219,10 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         # Along the hierarchy: a non-numeric axis whose QI declares one (its levels below '*').
         levels = h.height if not numeric and specs[name].hierarchy is not None else 0
         span = float(hi) - float(lo) if numeric else float(int(card) - 1)
+        # Ranked values whose range is small beside their size (2^60 + 0 ... 2^60 + 60: one double):
+        # their widths from exact differences, x = (value - least) / range (dict.sql.j2), span 1.
+        offset = numeric and ranked and int(card) > 1 and span < max(abs(float(lo)), abs(float(hi))) / 2
+        span = 1.0 if offset else span
         dims.append(Dim(name, numeric, span if span > 0 else 1.0, int(card), specs[name].weight, levels))
         ctx_dims.append(
             {
@@ -227,6 +231,7 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
                 "v": ident(f"v_{j}"),
                 "numeric": numeric,
                 "ranked": ranked,  # v is the value's rank (init.sql.j2), not the value as a DOUBLE
+                "offset": offset,  # x of the dictionary: the value's offset from the least, over the range
                 "span": lit(float(dims[-1].span)),
                 "card": lit(int(card)),
                 "narrow": int(card) < INT_LIMIT,  # its ranks fit an INTEGER (init.sql.j2)
