@@ -60,7 +60,13 @@ from sqlanon.policy import Policy
 from sqlanon.profitability import is_table_wide
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Hole, Sql, ident, lit
-from sqlanon.transform.partition import TreeCut, double_exact, map_key, partition_context
+from sqlanon.transform.partition import (
+    TreeCut,
+    double_exact,
+    float_columns,
+    map_key,
+    partition_context,
+)
 from sqlanon.transform.release import internal_prefix
 
 #: At most this many rounds (ids and the published CASE tree stay small; 2^64 partitions).
@@ -463,7 +469,7 @@ def mondrian_release(
     internal = internal_prefix(names + [c.name for c in policy.columns])
     part_map = None
     if table:
-        key = map_key([f"b.{q}" for q in plan.base.q_aliases])
+        key = map_key([f"b.{q}" for q in plan.base.q_aliases], float_columns(plan.hierarchies, types))
         part_map = be.create_temp("mmap", "mondrian/map", work=res.work, vals=res.values, key=key)
         _analyze(be, part_map)
     ctx = partition_context(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -212,7 +212,12 @@ def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: st
     return Sql(build(0))
 
 
-def map_key(columns: list[str]) -> Sql:
+def float_columns(hierarchies: Sequence[Hierarchy], types: Mapping[str, Column]) -> list[bool]:
+    """Per QI (in the hierarchies' order): whether its column is floating-point (:func:`map_key`)."""
+    return [h.column in types and bool(_FLOAT_TYPE.match(types[h.column].type.strip())) for h in hierarchies]
+
+
+def map_key(columns: list[str], floats: Sequence[bool] = ()) -> Sql:
     """One text key for a combination of quasi-identifier values (``columns``: SQL expressions),
     which a published table joins the partition map on (templates/mondrian/map.sql.j2 builds the
     map's side from the frequency table, the release the records' side from the source).
@@ -222,14 +227,17 @@ def map_key(columns: list[str]) -> Sql:
     plan built on that estimate looped over the partitions (a HashAggregate run 304,500 times at
     1,500 rows; 86 s to publish 1e5). The key is injective: each value is ``~`` for NULL, else its
     length, ``:`` and its text, so no two combinations share one (a value's text cannot spill into
-    the next's).
+    the next's). A floating-point QI (``floats``: per column) is keyed by its value plus 0.0, which
+    is 0.0 for -0.0 (IEEE 754): GROUP BY holds -0.0 and 0.0 as one value, written as whichever
+    came first, so the frequency table's side had '-0.0' where the source's rows had '0.0' too, and
+    the table's records of the other zero found no partition (re-verification refused the table).
 
     >>> print(map_key(['"a"'])[:75])
     CASE WHEN "a" IS NULL THEN '~' ELSE CAST(LENGTH(CAST("a" AS TEXT)) AS TEXT)
     """
     parts = []
-    for c in columns:
-        t = as_text(c)
+    for j, c in enumerate(columns):
+        t = as_text(f"({c} + 0.0)" if j < len(floats) and floats[j] else c)
         parts.append(f"CASE WHEN {c} IS NULL THEN '~' ELSE {as_text(f'LENGTH({t})')} || ':' || {t} END")
     return Sql(" || ".join(parts))
 
@@ -280,7 +288,7 @@ def partition_context(
                     "label": set_label("v"),
                 }
             )
-    key = map_key([f"s.{ident(h.column)}" for h in hierarchies])
+    key = map_key([f"s.{ident(h.column)}" for h in hierarchies], float_columns(hierarchies, types))
     return {
         "pid": pid,
         "tree": None if map_rel is not None else tree_sql(cuts, types, "s", partitions),
