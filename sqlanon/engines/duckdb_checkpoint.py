@@ -5,11 +5,17 @@ set off DuckDB's automatic checkpoint (``checkpoint_threshold``, 16 MiB): at 1e6
 round's commit took 0.3-0.7 s against 1 ms for the others (each of five runs on a loaded 2-core
 machine). The threshold is raised for the rounds and the user's value restored afterwards.
 
-The setting is global to a DuckDB database, and every connection of one process to the same file
-shares that database (a notebook's own connection; two runs on threads). So the holders are counted
-per database: the first run saves the user's value, the last one to end restores it (two runs that
-each saved and restored left the database at 1 TB, never checkpointing again while the process
-lived). A database whose configuration is locked (``lock_configuration``, an administrator's lock)
+The setting is global to a DuckDB database instance, which every connection of the process to it
+shares (a notebook's own connection; two runs on threads; a named in-memory database
+``:memory:name``; an attached database made current by ``USE``, whose instance is still the one
+opened). So the runs are counted per instance: the first saves the user's value, the last one to
+end restores it (two runs that each saved and restored left it at 1 TB, never checkpointing again
+while the process lived). Python cannot name an instance, nor could a key from the current
+database's path (an in-memory one has none; two connections of one instance may have different
+current databases): the raised value itself names it, one per instance held (900, 901, ... GiB,
+distinct as DuckDB prints them). The restore runs even where the block failed, after rolling back
+the transaction the failure aborted (every statement, the restore's too, was refused until then).
+A database whose configuration is locked (``lock_configuration``, an administrator's lock)
 refuses every SET: the rounds then run without the speed-up rather than fail.
 """
 
@@ -22,13 +28,14 @@ from collections.abc import Iterator
 from sqlanon.engines.base import Backend
 from sqlanon.sql.compile import lit
 
-#: The threshold while rounds run: no commit of theirs reaches it.
-RAISED = "1TB"
+#: The raised thresholds, GiB (no commit of the rounds reaches one), one per instance held: at most
+#: this many instances at once get the speed-up (DuckDB prints 1024 GiB and more in TiB, rounded).
+RAISED_GIB = range(900, 1024)
 
 _LOCK = threading.Lock()
-#: Per database (its file path, or the connection's own identity for an in-memory one): the runs
-#: under way and the user's value the first of them saved.
-_HOLDERS: dict[object, tuple[int, str]] = {}
+#: Per instance held, by its raised value as DuckDB prints it: the runs under way and the user's
+#: value the first of them saved.
+_HOLDERS: dict[str, tuple[int, str]] = {}
 
 
 def threshold(be: Backend) -> str:
@@ -38,42 +45,59 @@ def threshold(be: Backend) -> str:
     return str(be._run("SELECT current_setting('checkpoint_threshold')").fetchall()[0][0])
 
 
-def _database(be: Backend) -> object:
-    """The database the session's connection writes: a file is shared by every connection of the
-    process that opens it; an in-memory database belongs to its connection alone."""
-    row = be._run("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
-    path = row[0][0] if row else None
-    return ("file", str(path)) if path else ("session", id(be))
-
-
 def _locked(be: Backend) -> bool:
     return bool(be._run("SELECT current_setting('lock_configuration')").fetchall()[0][0])
+
+
+def _hold(be: Backend) -> str | None:
+    """Count a run on the connection's instance (under _LOCK): its raised value, None where every
+    value is held (the run goes without the speed-up)."""
+    current = threshold(be)
+    if current in _HOLDERS:  # another run raised this instance's
+        count, saved = _HOLDERS[current]
+        _HOLDERS[current] = (count + 1, saved)
+        return current
+    free = next((g for g in RAISED_GIB if f"{g}.0 GiB" not in _HOLDERS), None)
+    if free is None:
+        return None
+    be._run(f"SET checkpoint_threshold = {lit(f'{free}GiB')}")
+    raised = threshold(be)
+    _HOLDERS[raised] = (1, current)
+    return raised
+
+
+def _restore(be: Backend, raised: str, saved: str) -> None:
+    """The user's value back, unless it was changed during the runs (not our value any more):
+    DuckDB's default exactly (RESET), another value as DuckDB prints it (three digits of MiB)."""
+    if threshold(be) != raised:
+        return
+    be._run("RESET checkpoint_threshold")
+    if threshold(be) != saved:
+        be._run(f"SET checkpoint_threshold = {lit(saved)}")
 
 
 @contextlib.contextmanager
 def no_checkpoint(be: Backend) -> Iterator[None]:
     """No automatic checkpoint during the block (DuckDB, not read-only mode); the user's setting is
-    restored when the last overlapping block of the same database ends: DuckDB's default exactly
-    (RESET), another value as DuckDB prints it (three digits of MiB)."""
+    restored when the last overlapping block on the same instance ends (see the module docstring)."""
     if be.dialect != "duckdb" or be.inline or _locked(be):
         yield
         return
-    key = _database(be)
     with _LOCK:
-        count, saved = _HOLDERS.get(key, (0, ""))
-        if count == 0:
-            saved = threshold(be)
-            be._run(f"SET checkpoint_threshold = {lit(RAISED)}")
-        _HOLDERS[key] = (count + 1, saved)
+        raised = _hold(be)
     try:
         yield
     finally:
-        with _LOCK:
-            count, saved = _HOLDERS.pop(key)
-            if count > 1:
-                _HOLDERS[key] = (count - 1, saved)
-            else:
-                with contextlib.suppress(Exception):
-                    be._run("RESET checkpoint_threshold")
-                    if threshold(be) != saved:
-                        be._run(f"SET checkpoint_threshold = {lit(saved)}")
+        if raised is not None:
+            with _LOCK:
+                count, saved = _HOLDERS.pop(raised)
+                if count > 1:
+                    _HOLDERS[raised] = (count - 1, saved)
+                else:
+                    try:
+                        _restore(be, raised, saved)
+                    except Exception:  # noqa: BLE001 - a failed block's aborted transaction
+                        with contextlib.suppress(Exception):
+                            if be._conn.in_transaction():
+                                be._conn.rollback()
+                            _restore(be, raised, saved)

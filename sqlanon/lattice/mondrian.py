@@ -60,7 +60,13 @@ from sqlanon.policy import Policy
 from sqlanon.profitability import is_table_wide
 from sqlanon.relation import Relation
 from sqlanon.sql.compile import CANONICAL, Hole, Sql, ident, lit
-from sqlanon.transform.partition import TreeCut, double_exact, map_key, partition_context
+from sqlanon.transform.partition import (
+    TreeCut,
+    double_exact,
+    float_columns,
+    map_key,
+    partition_context,
+)
 from sqlanon.transform.release import internal_prefix
 
 #: At most this many rounds (ids and the published CASE tree stay small; 2^64 partitions).
@@ -219,6 +225,10 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         # Along the hierarchy: a non-numeric axis whose QI declares one (its levels below '*').
         levels = h.height if not numeric and specs[name].hierarchy is not None else 0
         span = float(hi) - float(lo) if numeric else float(int(card) - 1)
+        # Ranked values whose range is small beside their size (2^60 + 0 ... 2^60 + 60: one double):
+        # their widths from exact differences, x = (value - least) / range (dict.sql.j2), span 1.
+        offset = numeric and ranked and int(card) > 1 and span < max(abs(float(lo)), abs(float(hi))) / 2
+        span = 1.0 if offset else span
         dims.append(Dim(name, numeric, span if span > 0 else 1.0, int(card), specs[name].weight, levels))
         ctx_dims.append(
             {
@@ -227,6 +237,7 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
                 "v": ident(f"v_{j}"),
                 "numeric": numeric,
                 "ranked": ranked,  # v is the value's rank (init.sql.j2), not the value as a DOUBLE
+                "offset": offset,  # x of the dictionary: the value's offset from the least, over the range
                 "span": lit(float(dims[-1].span)),
                 "card": lit(int(card)),
                 "narrow": int(card) < INT_LIMIT,  # its ranks fit an INTEGER (init.sql.j2)
@@ -458,7 +469,7 @@ def mondrian_release(
     internal = internal_prefix(names + [c.name for c in policy.columns])
     part_map = None
     if table:
-        key = map_key([f"b.{q}" for q in plan.base.q_aliases])
+        key = map_key([f"b.{q}" for q in plan.base.q_aliases], float_columns(plan.hierarchies, types))
         part_map = be.create_temp("mmap", "mondrian/map", work=res.work, vals=res.values, key=key)
         _analyze(be, part_map)
     ctx = partition_context(

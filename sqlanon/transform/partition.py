@@ -20,7 +20,8 @@ its double quotes and backslashes escaped by a backslash, so
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -64,6 +65,8 @@ class TreeCut:
 
 #: A floating-point type (a double holds its values exactly), and a DECIMAL's precision and scale.
 _FLOAT_TYPE = re.compile(r"^(FLOAT\d?|REAL|DOUBLE)\b", re.IGNORECASE)
+#: A 32-bit float as DuckDB, PostgreSQL and Spark name it (PostgreSQL's catalogue says ``real``).
+_FLOAT32_TYPE = re.compile(r"^(FLOAT4?|REAL)$", re.IGNORECASE)
 _DECIMAL_TYPE = re.compile(r"^(DECIMAL|NUMERIC)\s*\(\s*\d+\s*(?:,\s*(\d+)\s*)?\)", re.IGNORECASE)
 
 
@@ -92,25 +95,46 @@ def double_exact(col: Column, lo: float, hi: float) -> bool:
 def _number(text: str, col: Column) -> exp.Expression:
     """The literal of a numeric column's value from its exact text (a median cut on ranks): the
     digits as they are, where a double would round them (2^60 + 1 is 2^60 as a double). A
-    double's text stays its shortest form; Infinity and NaN (no literal in SQL) a cast of the text."""
+    fraction is a cast of its text to a DECIMAL of its own digits: Spark's compilation makes every
+    number literal with a point a DOUBLE (sql/compile.py ``_spark_double_literals``), which gave
+    ``a <= CAST(1.00000000000000000003 AS DOUBLE)``, every DECIMAL(38, 20) value near 1 on one side.
+    A double's text stays its shortest form; a float's (FLOAT, REAL: 32 bits) is the double of the
+    float it names, as engines compare a float with a number as doubles (PostgreSQL's ``real <=
+    0.1`` is false for the real 0.1, 0.10000000149...). Infinity and NaN (no literal in SQL) a
+    cast of the text."""
     try:
         number = Decimal(text.strip())
     except InvalidOperation:
         raise SqlanonError(f"mondrian: the median of a {col.type} column is not a number") from None
     if not number.is_finite():
         return exp.cast(exp.Literal.string(str(number)), exp.DataType.build("double"))
-    if _FLOAT_TYPE.match(col.type.strip()):
+    t = col.type.strip()
+    if _FLOAT_TYPE.match(t):
         value = float(number)
-        return exp.Literal.number(repr(int(value)) if value.is_integer() else repr(value))
-    return exp.Literal.number(format(number, "f"))
+        if _FLOAT32_TYPE.match(t):
+            value = struct.unpack("f", struct.pack("f", value))[0]
+        return _double(value)
+    digits = format(number, "f")
+    if "." not in digits:
+        return exp.Literal.number(digits)
+    whole, scale = digits.lstrip("-").split(".")[0].lstrip("0"), -number.as_tuple().exponent
+    precision = max(len(whole) + int(scale), 1)
+    return exp.cast(exp.Literal.string(digits), exp.DataType.build(f"DECIMAL({precision}, {scale})"))
+
+
+def _double(value: float) -> exp.Expression:
+    """A double's literal: a whole number as its digits below 10^16, else the shortest text, whose
+    exponent keeps a double such as 1e300 from being written as 301 digits (more than the 38 a
+    DECIMAL literal holds on Spark)."""
+    whole = value.is_integer() and abs(value) < 1e16
+    return exp.Literal.number(repr(int(value)) if whole else repr(value))
 
 
 def _median_literal(cut: TreeCut, col: Column | None) -> exp.Expression:
     if col is not None and col.numeric and cut.med_text is not None:
         return _number(cut.med_text, col)
     if cut.numeric or (col is not None and col.numeric):
-        value = float(cut.med if cut.numeric else float(cut.med_text or 0))
-        return exp.Literal.number(repr(int(value)) if value.is_integer() else repr(value))
+        return _double(float(cut.med if cut.numeric else float(cut.med_text or 0)))
     text = exp.Literal.string(cut.med_text or "")
     if col is not None and col.temporal:
         return exp.cast(text, exp.DataType.build("timestamp" if "time" in col.type.lower() else "date"))
@@ -188,7 +212,12 @@ def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: st
     return Sql(build(0))
 
 
-def map_key(columns: list[str]) -> Sql:
+def float_columns(hierarchies: Sequence[Hierarchy], types: Mapping[str, Column]) -> list[bool]:
+    """Per QI (in the hierarchies' order): whether its column is floating-point (:func:`map_key`)."""
+    return [h.column in types and bool(_FLOAT_TYPE.match(types[h.column].type.strip())) for h in hierarchies]
+
+
+def map_key(columns: list[str], floats: Sequence[bool] = ()) -> Sql:
     """One text key for a combination of quasi-identifier values (``columns``: SQL expressions),
     which a published table joins the partition map on (templates/mondrian/map.sql.j2 builds the
     map's side from the frequency table, the release the records' side from the source).
@@ -198,14 +227,17 @@ def map_key(columns: list[str]) -> Sql:
     plan built on that estimate looped over the partitions (a HashAggregate run 304,500 times at
     1,500 rows; 86 s to publish 1e5). The key is injective: each value is ``~`` for NULL, else its
     length, ``:`` and its text, so no two combinations share one (a value's text cannot spill into
-    the next's).
+    the next's). A floating-point QI (``floats``: per column) is keyed by its value plus 0.0, which
+    is 0.0 for -0.0 (IEEE 754): GROUP BY holds -0.0 and 0.0 as one value, written as whichever
+    came first, so the frequency table's side had '-0.0' where the source's rows had '0.0' too, and
+    the table's records of the other zero found no partition (re-verification refused the table).
 
     >>> print(map_key(['"a"'])[:75])
     CASE WHEN "a" IS NULL THEN '~' ELSE CAST(LENGTH(CAST("a" AS TEXT)) AS TEXT)
     """
     parts = []
-    for c in columns:
-        t = as_text(c)
+    for j, c in enumerate(columns):
+        t = as_text(f"({c} + 0.0)" if j < len(floats) and floats[j] else c)
         parts.append(f"CASE WHEN {c} IS NULL THEN '~' ELSE {as_text(f'LENGTH({t})')} || ':' || {t} END")
     return Sql(" || ".join(parts))
 
@@ -256,7 +288,7 @@ def partition_context(
                     "label": set_label("v"),
                 }
             )
-    key = map_key([f"s.{ident(h.column)}" for h in hierarchies])
+    key = map_key([f"s.{ident(h.column)}" for h in hierarchies], float_columns(hierarchies, types))
     return {
         "pid": pid,
         "tree": None if map_rel is not None else tree_sql(cuts, types, "s", partitions),
