@@ -213,7 +213,8 @@ def _code_locally(
     coded = be.temp_relation("coded")
     try:
         template = find_template("search/coded", local.dialect)
-        ctx = {**coding, "one_scan": False}  # DuckDB scans each column's DISTINCT in parallel
+        # DuckDB scans each column's DISTINCT in parallel, and hash-joins NULL to its code (coded.sql.j2)
+        ctx = {**coding, "one_scan": False, "null_safe": True}
         local.execute("ddl/create_temp", kind="create", _target=coded, _template=template, **ctx)
         local._temps.append(coded.name)
         summary = local.query("search/cardinalities", coded=coded, aliases=aliases, flags=flags)[0]

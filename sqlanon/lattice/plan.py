@@ -335,8 +335,9 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
     # coded in a local DuckDB where a walk follows on PostgreSQL (sqlanon/lattice/localdb.py)
     staged = stage_coded(be, policy, base, n_rows, coding, aliases, bool(bits), walk, local)
     if staged is None:
-        # the dictionaries' values in one scan on PostgreSQL (coded.sql.j2)
-        coded = be.create_temp("coded", "search/coded", **coding, one_scan=be.dialect == "postgres")
+        # the dictionaries' values in one scan on PostgreSQL, NULL hash-joined on DuckDB (coded.sql.j2)
+        pg, duck = be.dialect == "postgres", be.dialect == "duckdb"
+        coded = be.create_temp("coded", "search/coded", **coding, one_scan=pg, null_safe=duck)
         # One scan of the coded table: its rows, the coverage bits, each level's number of labels.
         summary = be.query("search/cardinalities", coded=coded, aliases=aliases, flags=bool(bits))[0]
     else:

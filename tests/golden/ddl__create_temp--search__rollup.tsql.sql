@@ -1,1 +1,1 @@
-SELECT * INTO [#sqlanon_rollup_00000000_3] FROM (SELECT [c_0_1] AS [c_0_1], [c_0_2] AS [c_0_2], [c_1_1] AS [c_1_1], [sid_0] AS [sid_0], SUM(cnt) AS cnt FROM [sqlanon_coded_00000000_1] GROUP BY [c_0_1], [c_0_2], [c_1_1], [sid_0]) AS temp
+SELECT * INTO [#sqlanon_rollup_00000000_3] FROM (SELECT [c_0_1] AS [c_0_1], [c_0_2] AS [c_0_2], [c_1_1] AS [c_1_1], [sid_0] AS [sid_0], CAST(SUM(cnt) AS BIGINT) AS cnt FROM [sqlanon_coded_00000000_1] GROUP BY [c_0_1], [c_0_2], [c_1_1], [sid_0]) AS temp
