@@ -259,6 +259,12 @@ class Backend:
                 find_template(template, self.dialect), self._inlined, **context
             )
             return rel
+        self.create_temp_as(rel, template, **context)
+        return rel
+
+    def create_temp_as(self, rel: Relation, template: str, **context: object) -> None:
+        """:meth:`create_temp` under a name chosen before (a frequency table whose build was
+        deferred: :class:`sqlanon.lattice.localfreq.DirectCopy`)."""
         # A statement whose context holds holes is compiled once per shape: its target is one too.
         holed = any(isinstance(v, Hole) for v in context.values())
         self.execute(
@@ -269,7 +275,6 @@ class Backend:
             **context,
         )
         self._temps.append(rel.name)
-        return rel
 
     def declare_columns(self, rel: Relation, columns: list[Column]) -> None:
         """The columns of a temporary relation that read-only mode keeps as a CTE, which the

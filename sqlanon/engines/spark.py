@@ -270,6 +270,10 @@ class SparkBackend(Backend):
         view's plan no longer holds the plans it was computed from; a chain of views, such as
         Mondrian's rounds, would otherwise grow a plan that Spark re-analyses at every step)."""
         rel = self.temp_relation(stem)
+        self.create_temp_as(rel, template, **context)
+        return rel
+
+    def create_temp_as(self, rel: Relation, template: str, **context: object) -> None:
         sql = self._sql(template, "select", context)
         try:
             frame = self._without_stats(rel.name, self._checkpoint(template, sql))
@@ -277,7 +281,6 @@ class SparkBackend(Backend):
         except Exception as e:  # noqa: BLE001
             raise self._fail("statement", template, e) from e
         self._temps.append(rel.name)
-        return rel
 
     def _checkpoint(self, template: str, sql: str) -> Any:
         """The statement's rows, computed now (``localCheckpoint``); the coded table under
