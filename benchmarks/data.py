@@ -62,6 +62,21 @@ def generate_sql(generator: str, n: int, base_rows: int, lo: int, hi: int, rows_
     )
 
 
+def load_base(con: Any) -> int:
+    """Adult's rows as ``main.adult_base`` (with ``rid``, their file order) in a DuckDB connection;
+    their number. The generator (:func:`generate_sql`) recombines them."""
+    types = ", ".join(f"'{c}': '{'INTEGER' if c == 'age' else 'VARCHAR'}'" for c in COLUMNS)
+    csv = str(ADULT_DIR / "adult.csv").replace("'", "''")
+    con.execute(
+        f"CREATE TABLE main.adult_raw AS SELECT * FROM read_csv('{csv}', delim=';', header=true, "
+        f"columns={{{types}}})"
+    )
+    # rowid of a freshly created table is its insertion (= file) order.
+    con.execute("CREATE TABLE main.adult_base AS SELECT rowid AS rid, * FROM main.adult_raw")
+    con.execute("DROP TABLE main.adult_raw")
+    return int(con.execute("SELECT COUNT(*) FROM main.adult_base").fetchone()[0])
+
+
 def build_duckdb(path: Path, n: int, generator: str) -> dict[str, Any]:
     import duckdb
 
@@ -70,16 +85,7 @@ def build_duckdb(path: Path, n: int, generator: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     con = duckdb.connect(str(path))
     try:
-        types = ", ".join(f"'{c}': '{'INTEGER' if c == 'age' else 'VARCHAR'}'" for c in COLUMNS)
-        csv = str(ADULT_DIR / "adult.csv").replace("'", "''")
-        con.execute(
-            f"CREATE TABLE main.adult_raw AS SELECT * FROM read_csv('{csv}', delim=';', header=true, "
-            f"columns={{{types}}})"
-        )
-        # rowid of a freshly created table is its insertion (= file) order.
-        con.execute("CREATE TABLE main.adult_base AS SELECT rowid AS rid, * FROM main.adult_raw")
-        con.execute("DROP TABLE main.adult_raw")
-        base_rows = con.execute("SELECT COUNT(*) FROM main.adult_base").fetchone()[0]
+        base_rows = load_base(con)
         lo, hi = age_bounds(con)
         con.execute(generate_sql(generator, n, base_rows, lo, hi, f"range({n})", "range"))
         con.execute("CHECKPOINT")

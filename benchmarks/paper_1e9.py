@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import ADULT_DIR, COLUMNS, QI_LIST, SECOND_ROW
-from benchmarks.data import age_bounds, generate_sql
+from benchmarks.data import age_bounds, generate_sql, load_base
 from sqlanon.search_where import LOCAL_MAX_ROWS
 
 
@@ -74,15 +74,7 @@ def frequency_table(n: int, threads: int) -> Any:
 
     con = duckdb.connect(config={"threads": threads})
     try:
-        types = ", ".join(f"'{c}': '{'INTEGER' if c == 'age' else 'VARCHAR'}'" for c in COLUMNS)
-        csv = str(ADULT_DIR / "adult.csv").replace("'", "''")
-        con.execute(
-            f"CREATE TABLE main.adult_raw AS SELECT * FROM read_csv('{csv}', delim=';', header=true, "
-            f"columns={{{types}}})"
-        )
-        # rowid of a freshly created table is its file order, as in benchmarks/data.py.
-        con.execute("CREATE TABLE main.adult_base AS SELECT rowid AS rid, * FROM main.adult_raw")
-        base_rows = con.execute("SELECT COUNT(*) FROM main.adult_base").fetchall()[0][0]
+        base_rows = load_base(con)
         lo, hi = age_bounds(con)
         create = generate_sql("recombine", n, base_rows, lo, hi, f"range({n})", "range")
         head, tail = "CREATE TABLE main.adult AS ", " ORDER BY s.i"
