@@ -48,6 +48,9 @@ INTEGRAL_TYPE = re.compile(
     r"INT[248]|SERIAL|BIGSERIAL|SMALLSERIAL)\s*$",
     re.IGNORECASE,
 )
+#: Floating-point types (a double holds each value exactly): Mondrian cuts and keys them as doubles
+#: (:mod:`sqlanon.transform.partition`).
+FLOATING_TYPE = re.compile(r"^(FLOAT\d?|REAL|DOUBLE)\b", re.IGNORECASE)
 TEMPORAL_TYPE = re.compile(
     r"^(DATE|TIMESTAMP|TIMESTAMP WITH(OUT)? TIME ZONE|TIMESTAMPTZ|DATETIME)", re.IGNORECASE
 )
@@ -65,6 +68,10 @@ class Column:
     @property
     def integral(self) -> bool:
         return bool(INTEGRAL_TYPE.match(self.type.strip()))
+
+    @property
+    def floating(self) -> bool:
+        return bool(FLOATING_TYPE.match(self.type.strip()))
 
     @property
     def temporal(self) -> bool:

@@ -63,10 +63,9 @@ class TreeCut:
     hierarchy: Hierarchy | None = None
 
 
-#: A floating-point type (a double holds its values exactly), and a DECIMAL's precision and scale.
-_FLOAT_TYPE = re.compile(r"^(FLOAT\d?|REAL|DOUBLE)\b", re.IGNORECASE)
 #: A 32-bit float as DuckDB, PostgreSQL and Spark name it (PostgreSQL's catalogue says ``real``).
 _FLOAT32_TYPE = re.compile(r"^(FLOAT4?|REAL)$", re.IGNORECASE)
+#: A DECIMAL's precision and scale.
 _DECIMAL_TYPE = re.compile(r"^(DECIMAL|NUMERIC)\s*\(\s*\d+\s*(?:,\s*(\d+)\s*)?\)", re.IGNORECASE)
 
 
@@ -79,9 +78,9 @@ def double_exact(col: Column, lo: float, hi: float) -> bool:
     BIGINT or DECIMAL(38, 0) past 2^53, more digits, PostgreSQL's ``numeric`` of unknown scale) is
     cut on its values' ranks, its median published from its exact text. The bounds are strict: a
     value at or past one is a double at or past it, as the conversion is monotone."""
-    t = col.type.strip()
-    if _FLOAT_TYPE.match(t):
+    if col.floating:
         return True
+    t = col.type.strip()
     bound = 2.0**53
     if not col.integral:
         m = _DECIMAL_TYPE.match(t)
@@ -109,7 +108,7 @@ def _number(text: str, col: Column) -> exp.Expression:
     if not number.is_finite():
         return exp.cast(exp.Literal.string(str(number)), exp.DataType.build("double"))
     t = col.type.strip()
-    if _FLOAT_TYPE.match(t):
+    if col.floating:
         value = float(number)
         if _FLOAT32_TYPE.match(t):
             value = struct.unpack("f", struct.pack("f", value))[0]
@@ -214,7 +213,7 @@ def tree_sql(cuts: Mapping[int, TreeCut], types: Mapping[str, Column], table: st
 
 def float_columns(hierarchies: Sequence[Hierarchy], types: Mapping[str, Column]) -> list[bool]:
     """Per QI (in the hierarchies' order): whether its column is floating-point (:func:`map_key`)."""
-    return [h.column in types and bool(_FLOAT_TYPE.match(types[h.column].type.strip())) for h in hierarchies]
+    return [h.column in types and types[h.column].floating for h in hierarchies]
 
 
 def map_key(columns: list[str], floats: Sequence[bool] = ()) -> Sql:
