@@ -33,9 +33,9 @@ from sqlanon.sql.compile import lit
 RAISED_GIB = range(900, 1024)
 
 _LOCK = threading.Lock()
-#: Per instance held, by its raised value as DuckDB prints it: the runs under way and the user's
-#: value the first of them saved.
-_HOLDERS: dict[str, tuple[int, str]] = {}
+#: Per instance held, by its raised value as DuckDB prints it: the runs under way, the user's value
+#: the first of them saved, and the raised value in GiB (the one no other instance may take).
+_HOLDERS: dict[str, tuple[int, str, int]] = {}
 
 
 def threshold(be: Backend) -> str:
@@ -54,15 +54,16 @@ def _hold(be: Backend) -> str | None:
     value is held (the run goes without the speed-up)."""
     current = threshold(be)
     if current in _HOLDERS:  # another run raised this instance's
-        count, saved = _HOLDERS[current]
-        _HOLDERS[current] = (count + 1, saved)
+        count, saved, gib = _HOLDERS[current]
+        _HOLDERS[current] = (count + 1, saved, gib)
         return current
-    free = next((g for g in RAISED_GIB if f"{g}.0 GiB" not in _HOLDERS), None)
+    taken = {gib for _, _, gib in _HOLDERS.values()}
+    free = next((g for g in RAISED_GIB if g not in taken), None)
     if free is None:
         return None
     be._run(f"SET checkpoint_threshold = {lit(f'{free}GiB')}")
     raised = threshold(be)
-    _HOLDERS[raised] = (1, current)
+    _HOLDERS[raised] = (1, current, free)
     return raised
 
 
@@ -90,9 +91,9 @@ def no_checkpoint(be: Backend) -> Iterator[None]:
     finally:
         if raised is not None:
             with _LOCK:
-                count, saved = _HOLDERS.pop(raised)
+                count, saved, gib = _HOLDERS.pop(raised)
                 if count > 1:
-                    _HOLDERS[raised] = (count - 1, saved)
+                    _HOLDERS[raised] = (count - 1, saved, gib)
                 else:
                     try:
                         _restore(be, raised, saved)
