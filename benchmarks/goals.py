@@ -5,12 +5,14 @@ The goals (issue 33, "The goal"), per engine and size present in the results:
 - ``search``: the default search (Flash, k = 5, nine QIs), at 0 % and 5 % suppression, at most
   2x one GROUP BY scan of the table on the same engine (the floor of the same run);
 - ``optimum``: the same node as DuckDB's search at that size (where DuckDB ran);
-- ``publish``: publishing plus re-verification at most one scan more (1x the floor);
+- ``publish``: publishing plus re-verification at most one scan more (1x the floor), on PostgreSQL
+  and Spark;
 - ``mondrian``: Mondrian (k = 5, nine QIs) at most 10x the floor, with DuckDB's partitions;
 - ``memory``: at 1e8 rows, a bounded engine (DuckDB under a ``memory_limit``) that completed, with
   its peak resident size.
 
-The issue states the time goals at 1e6 and 1e7 rows (and 1e8 for DuckDB, Spark and Mondrian);
+The issue states the time goals at 1e6 and 1e7 rows (and 1e8 for DuckDB's search, Spark and
+Mondrian);
 other sizes are shown with the same limits for the trend. The figures are the benchmark worker's
 (sqlanon_runner.py: warm, median of the repetitions, the floor timed in the same process); the
 whole-process comparison on PostgreSQL is benchmarks/local_walk.py. Nothing is asserted.
@@ -48,9 +50,13 @@ def _goal(
         return row
     ratio = seconds / floor
     verdict = "met" if ratio <= limit else "MISSED"
-    if engine.startswith("duckdb") and goal.startswith(("search", "publish")) and float(size) < 1e8:
-        # The issue sets the search and publish goals for PostgreSQL and Spark (DuckDB's are its
-        # 1e8 run's); DuckDB's figures below 1e8 are shown beside them, not judged.
+    if engine.startswith("duckdb") and (
+        goal.startswith("publish") or (goal.startswith("search") and float(size) < 1e8)
+    ):
+        # The issue sets the search and publish goals for PostgreSQL and Spark; for DuckDB it asks
+        # to keep the 1e8 search's lead (1.4x a scan) and Mondrian's 10x. DuckDB's other figures are
+        # shown beside those goals, not judged: re-verifying a release that suppresses records reads
+        # it through its window of class sizes, so at the bottom node it is a scan and more.
         verdict = "reference"
     row.update(seconds=round(seconds, 4), floor_seconds=round(floor, 4), x_floor=round(ratio, 2))
     row["verdict"] = verdict
