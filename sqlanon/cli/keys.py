@@ -34,5 +34,12 @@ def secret_pads_line() -> str:
         )
     row = secrets.secret_row().values
     if all(v is None for v in row):
-        secrets.read_key("hash")  # names the variables to set
+        for purpose, (var, _) in secrets.PURPOSES.items():
+            if os.environ.get(var) or os.environ.get(f"{var}_FILE"):
+                secrets.read_key(purpose)  # set but unusable: its own message says why
+        # Not read_key's "action hash: ..." line: this command has no policy, and either key will do.
+        raise SqlanonError(
+            "secret-pads: no secret key is set: set SQLANON_HASH_KEY or SQLANON_PERTURB_KEY (or its _FILE "
+            "form), the key(s) the printed SQL was made with"
+        )
     return "\t".join("\\N" if v is None else v for v in row) + "\n"

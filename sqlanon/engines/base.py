@@ -249,8 +249,11 @@ class Backend:
     def require_columns(self, rel: Relation, what: str) -> list[Column]:
         cols = self.columns(rel)
         if not cols:
+            # An in-memory DuckDB is what a command without --db opens: empty, so say so.
+            memory = self.url.startswith("duckdb:///:memory:")
+            empty = "; an in-memory DuckDB starts empty: name your database with --db" if memory else ""
             raise SqlanonError(
-                f"{what}: relation {str(rel)!r} not found on {self.dialect} ({redact(self.url)})"
+                f"{what}: relation {str(rel)!r} not found on {self.dialect} ({redact(self.url)}){empty}"
             )
         return cols
 
