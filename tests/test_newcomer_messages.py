@@ -70,3 +70,10 @@ def test_secret_pads_without_a_key_names_both_variables(monkeypatch: pytest.Monk
     monkeypatch.setenv("SQLANON_PERTURB_KEY", "short")
     code, _, err = cli("secret-pads")
     assert code == 2 and "SQLANON_PERTURB_KEY holds 5 bytes" in err, err
+
+
+def test_search_in_help_says_auto_needs_pyarrow() -> None:
+    """``auto`` walks locally only where pyarrow is installed, which the base install lacks: a
+    PostgreSQL user reading ``--search-in``'s help learns why the walk stayed in the database."""
+    code, out, _ = cli("anonymise", "--help")
+    assert code == 0 and "pyarrow" in " ".join(out.split())
