@@ -371,14 +371,20 @@ def compile(  # noqa: A001 - the command's name
         return compile_release(pol, dialect, text, be, publish_as)
 
 
-def load_demo_data(be: Backend, schema: str = "main", table: str = "patients") -> None:
+def load_demo_data(db: DatabaseLike, schema: str = "main", table: str = "patients") -> None:
     """Create and fill the patient table through the compile path (fixture data, 9 rows).
 
     The demo only ever creates: a relation of that name already in the database is the user's,
-    so it is refused rather than replaced (sqlanon never drops what it did not create).
+    so it is refused rather than replaced (sqlanon never drops what it did not create). ``db`` is
+    any database the other functions take (a new DuckDB file is created, as ``sqlanon demo`` does).
     """
+    with _session(db, create=True) as be:
+        _load_demo(be, Relation(table, schema=schema))
+
+
+def _load_demo(be: Backend, rel: Relation) -> None:
     rows = list(csv.DictReader((FIXTURES / "patients.csv").open(encoding="utf-8")))
-    rel = Relation(table, schema=schema)
+    schema, table = rel.schema, rel.name
     for name in (table, f"{table}_anon"):
         if identify(be, rel.with_name(name), "demo") is not None:
             raise SqlanonError(

@@ -10,9 +10,12 @@ an option of a policy the command does not read.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import pytest
 
+import sqlanon
 from sqlanon.cli import main
 from tests.conftest import ROOT
 from tests.helpers import cli
@@ -77,3 +80,13 @@ def test_search_in_help_says_auto_needs_pyarrow() -> None:
     PostgreSQL user reading ``--search-in``'s help learns why the walk stayed in the database."""
     code, out, _ = cli("anonymise", "--help")
     assert code == 0 and "pyarrow" in " ".join(out.split())
+
+
+def test_load_demo_data_takes_a_database_as_every_function_does(tmp_path: Path) -> None:
+    """docs/api.md: a database is a URL, a DuckDB file path, None or an open session, for every
+    function; ``load_demo_data("demo.duckdb")`` raised AttributeError ('str' has no 'dialect')."""
+    path = str(tmp_path / "demo.duckdb")
+    sqlanon.load_demo_data(path)
+    assert sqlanon.assess(str(ROOT / "fixtures" / "patients.yaml"), path).k == 1
+    with pytest.raises(sqlanon.SqlanonError, match="already exists"):
+        sqlanon.load_demo_data(path)
