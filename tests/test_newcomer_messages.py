@@ -90,3 +90,14 @@ def test_load_demo_data_takes_a_database_as_every_function_does(tmp_path: Path) 
     assert sqlanon.assess(str(ROOT / "fixtures" / "patients.yaml"), path).k == 1
     with pytest.raises(sqlanon.SqlanonError, match="already exists"):
         sqlanon.load_demo_data(path)
+
+
+def test_invalid_yaml_says_what_the_parser_found(tmp_path: Path) -> None:
+    """A policy indented with a tab (an editor's default) was "not valid YAML (line 3)": the line
+    is named, not what is wrong on it; the parser's words and the tab are, in the same one line."""
+    policy = tmp_path / "p.yaml"
+    policy.write_text("source: main.patients\ncolumns:\n\tAge: quasi\nprivacy: {k: 3}\n", encoding="utf-8")
+    code, out, err = cli("assess", str(policy), "--db", str(tmp_path / "none.duckdb"))
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "not valid YAML (line 3, column 1: found character" in err, err
+    assert "; a tab: YAML indents with spaces)" in err, err
