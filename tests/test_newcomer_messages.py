@@ -17,7 +17,7 @@ import pytest
 
 import sqlanon
 from sqlanon.cli import main
-from tests.conftest import ROOT
+from tests.conftest import ROOT, TestDB
 from tests.helpers import cli
 
 KEY_VARIABLES = [f"SQLANON_{k}_KEY{f}" for k in ("HASH", "PERTURB") for f in ("", "_FILE")]
@@ -101,3 +101,13 @@ def test_invalid_yaml_says_what_the_parser_found(tmp_path: Path) -> None:
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "not valid YAML (line 3, column 1: found character" in err, err
     assert "; a tab: YAML indents with spaces)" in err, err
+
+
+def test_duckdbs_schema_on_postgresql_is_named(pg_patients: TestDB) -> None:
+    """The README's policies say ``main.patients``; on PostgreSQL the table is in ``public``. The
+    line says so (docs/your-own-table.md lists it under "When something goes wrong")."""
+    pg_patients.sql('ALTER TABLE "main"."patients" SET SCHEMA public')  # where psql's CREATE TABLE puts it
+    code, out, err = cli("assess", str(ROOT / "fixtures" / "patients.yaml"), "--db", pg_patients.url)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "'main.patients' not found on postgres" in err
+    assert err.rstrip().endswith("; PostgreSQL's default schema is public, not DuckDB's main"), err

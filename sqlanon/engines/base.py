@@ -249,11 +249,14 @@ class Backend:
     def require_columns(self, rel: Relation, what: str) -> list[Column]:
         cols = self.columns(rel)
         if not cols:
-            # An in-memory DuckDB is what a command without --db opens: empty, so say so.
-            memory = self.url.startswith("duckdb:///:memory:")
-            empty = "; an in-memory DuckDB starts empty: name your database with --db" if memory else ""
+            # The two slips of a newcomer: no --db (an empty in-memory DuckDB), DuckDB's schema.
+            hint = ""
+            if self.url.startswith("duckdb:///:memory:"):
+                hint = "; an in-memory DuckDB starts empty: name your database with --db"
+            elif self.dialect == "postgres" and rel.schema == "main":
+                hint = "; PostgreSQL's default schema is public, not DuckDB's main"
             raise SqlanonError(
-                f"{what}: relation {str(rel)!r} not found on {self.dialect} ({redact(self.url)}){empty}"
+                f"{what}: relation {str(rel)!r} not found on {self.dialect} ({redact(self.url)}){hint}"
             )
         return cols
 
