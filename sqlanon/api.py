@@ -236,7 +236,14 @@ def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...
     if levels is None:
         return None
     text = levels if isinstance(levels, str) else dict(levels)
-    hs = build_hierarchies(pol)
+    # The search's lattice: a perturbed QI is published perturbed, not generalised, so it has no level.
+    perturbed = {c.name for c in pol.perturbed}
+    named = text if isinstance(text, dict) else {p.rpartition("=")[0].strip() for p in text.split(",")}
+    if wrong := sorted(perturbed & set(named)):
+        raise SqlanonError(
+            f"--levels: {wrong[0]!r} is perturbed, not generalised: it has no level; leave it out"
+        )
+    hs = [h for h in build_hierarchies(pol) if h.column not in perturbed]
     return parse_levels(text, [h.column for h in hs], [h.height for h in hs])
 
 

@@ -10,6 +10,7 @@ an option of a policy the command does not read.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -18,7 +19,7 @@ import pytest
 import sqlanon
 from sqlanon.cli import main
 from tests.conftest import ROOT, TestDB
-from tests.helpers import cli
+from tests.helpers import cli, write_policy
 
 KEY_VARIABLES = [f"SQLANON_{k}_KEY{f}" for k in ("HASH", "PERTURB") for f in ("", "_FILE")]
 
@@ -111,3 +112,38 @@ def test_duckdbs_schema_on_postgresql_is_named(pg_patients: TestDB) -> None:
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "'main.patients' not found on postgres" in err
     assert err.rstrip().endswith("; PostgreSQL's default schema is public, not DuckDB's main"), err
+
+
+def test_levels_with_a_perturbed_qi(
+    duck_patients: TestDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--levels`` names the generalised QIs only: with a perturbed one (docs/policy.md's
+    ``perturb:``) ``anonymise --levels Postcode=2`` crashed with a traceback (``zip() argument 2 is
+    longer than argument 1``: the node counted the perturbed QI, the lattice does not); naming the
+    perturbed QI is one line."""
+    monkeypatch.setenv("SQLANON_PERTURB_KEY", "0123456789abcdef0123456789abcdef")
+    policy = write_policy(
+        tmp_path,
+        {
+            "source": "main.patients",
+            "target": "main.patients_pert",
+            "key": "PatientID",
+            "columns": {
+                "PatientID": {"role": "identifier", "action": "drop"},
+                "Postcode": {"role": "quasi", "hierarchy": {"mask": "right", "levels": 5}},
+                "Age": {"role": "quasi", "perturb": {"method": "k-noise", "k": 3}},
+                "Disease": {"role": "sensitive"},
+            },
+            "privacy": {"k": 3},
+        },
+    )
+    code, out, err = cli(
+        "anonymise", str(policy), "--db", duck_patients.url, "--levels", "Postcode=2", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["node"] == {"Postcode": 2}
+    code, out, err = cli(
+        "anonymise", str(policy), "--db", duck_patients.url, "--levels", "Age=1", "--dry-run"
+    )
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "--levels: 'Age' is perturbed, not generalised" in err
