@@ -76,6 +76,18 @@ def test_secret_pads_without_a_key_names_both_variables(monkeypatch: pytest.Monk
     assert code == 2 and "SQLANON_PERTURB_KEY holds 5 bytes" in err, err
 
 
+def test_secret_pads_with_one_key_warns_of_the_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one key set the other's pads go out as NULL, and printed SQL that reads them does not
+    fail (its HMACs are NULL; a perturbation's clamped uniform becomes one constant shift, which
+    anyone can subtract): the row still comes out, with one ``note:`` line naming the unset key."""
+    for var in KEY_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SQLANON_HASH_KEY", "0123456789abcdef0123")
+    code, out, err = cli("secret-pads")
+    assert code == 0 and out.endswith("\t\\N\t\\N\n") and out.count("\t") == 3, out
+    assert err.count("\n") == 1 and err.startswith("note: secret-pads: SQLANON_PERTURB_KEY is not set"), err
+
+
 def test_search_in_help_says_auto_needs_pyarrow() -> None:
     """``auto`` walks locally only where pyarrow is installed, which the base install lacks: a
     PostgreSQL user reading ``--search-in``'s help learns why the walk stayed in the database."""
