@@ -236,7 +236,14 @@ def _node(pol: Policy, levels: str | Mapping[str, int] | None) -> tuple[int, ...
     if levels is None:
         return None
     text = levels if isinstance(levels, str) else dict(levels)
-    hs = build_hierarchies(pol)
+    # The search's lattice: a perturbed QI is published perturbed, not generalised, so it has no level.
+    perturbed = {c.name for c in pol.perturbed}
+    named = text if isinstance(text, dict) else {p.rpartition("=")[0].strip() for p in text.split(",")}
+    if wrong := sorted(perturbed & set(named)):
+        raise SqlanonError(
+            f"--levels: {wrong[0]!r} is perturbed, not generalised: it has no level; leave it out"
+        )
+    hs = [h for h in build_hierarchies(pol) if h.column not in perturbed]
     return parse_levels(text, [h.column for h in hs], [h.height for h in hs])
 
 
@@ -371,14 +378,20 @@ def compile(  # noqa: A001 - the command's name
         return compile_release(pol, dialect, text, be, publish_as)
 
 
-def load_demo_data(be: Backend, schema: str = "main", table: str = "patients") -> None:
+def load_demo_data(db: DatabaseLike, schema: str = "main", table: str = "patients") -> None:
     """Create and fill the patient table through the compile path (fixture data, 9 rows).
 
     The demo only ever creates: a relation of that name already in the database is the user's,
-    so it is refused rather than replaced (sqlanon never drops what it did not create).
+    so it is refused rather than replaced (sqlanon never drops what it did not create). ``db`` is
+    any database the other functions take (a new DuckDB file is created, as ``sqlanon demo`` does).
     """
+    with _session(db, create=True) as be:
+        _load_demo(be, Relation(table, schema=schema))
+
+
+def _load_demo(be: Backend, rel: Relation) -> None:
     rows = list(csv.DictReader((FIXTURES / "patients.csv").open(encoding="utf-8")))
-    rel = Relation(table, schema=schema)
+    schema, table = rel.schema, rel.name
     for name in (table, f"{table}_anon"):
         if identify(be, rel.with_name(name), "demo") is not None:
             raise SqlanonError(

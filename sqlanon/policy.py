@@ -448,8 +448,12 @@ def load_policy(path: str | Path) -> Policy:
     try:
         data = compose_check_construct(text, shown)
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
+        mark, problem = getattr(e, "problem_mark", None), getattr(e, "problem", None)
+        # The parser's own words say what to fix there (an unclosed brace); LibYAML's for a tab
+        # indent (an editor's default) do not name the tab.
+        tab = mark is not None and text[mark.index : mark.index + 1] == "\t"
+        why = (f": {problem}" if problem else "") + ("; a tab: YAML indents with spaces" if tab else "")
+        where = f" (line {mark.line + 1}, column {mark.column + 1}{why})" if mark else ""
         raise PolicyError(f"{shown}: not valid YAML{where}") from None
     except RecursionError:
         raise PolicyError(f"{shown}: nested more than {MAX_YAML_DEPTH} levels deep") from None

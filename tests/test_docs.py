@@ -283,5 +283,5 @@ def _check_survey_release(db: object, folder: Path) -> None:
     assert len(rows) == 601
     assert min(len(g) for g in groups.values()) >= 5
     assert min(len(set(g)) for g in groups.values()) >= 2
-    assert len(groups) > 8, "Mondrian's release, not Flash's 8 classes"
+    assert len(groups) > 16, "Mondrian's release, not Flash's 16 classes"
     assert "rownames" not in columns and "affairs" in columns

@@ -38,7 +38,8 @@ from sqlanon.search_where import SEARCH_IN_HELP, searched_in
 from sqlanon.sql import secrets
 from sqlanon.transform.examples import node_examples, release_labels
 
-DB_HELP = "SQLAlchemy URL or DuckDB file path (default: an in-memory DuckDB)"
+DB_PATH = "SQLAlchemy URL or DuckDB file path"
+DB_HELP = DB_PATH + " (default: an in-memory DuckDB)"
 
 
 def _one_line(text: str) -> str:
@@ -268,7 +269,7 @@ main.add_command(anonymise, name="anonymize")
     "--levels", default=None, help="The node to compile, e.g. 'Postcode=2,Age=1' (no database needed)."
 )
 @click.option("--db", "db", default=None, help="Database to search when --levels is not given.")
-@click.option("--as", "publish_as", type=click.Choice(["view", "table"]), default=None)
+@click.option("--as", "publish_as", type=click.Choice(["view", "table"]), help="A view (default) or a table.")
 @_errors
 def compile_cmd(
     policy: str, dialect: str, levels: str | None, db: str | None, publish_as: str | None
@@ -292,11 +293,11 @@ def secret_pads() -> None:
 
 @main.command()
 @click.option("--db", "db", default=None, help="Where to load the demo table (default: in-memory DuckDB).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the documented JSON object.")
 @_quiet_option
 @_errors
 def demo(db: str | None, as_json: bool, quiet: bool) -> None:
-    """Load the seed-001 patient table into DuckDB and run the main job on it."""
+    """Load the 9-patient example table into DuckDB, then assess and anonymise it."""
     run_demo(db, as_json=as_json, console=make_console(), quiet=_quiet(quiet))
 
 
@@ -378,7 +379,7 @@ def _write_new(out: str | None, text: str) -> None:
 
 
 @main.command()
-@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--db", "db", required=True, help=DB_PATH)
 @click.option("--table", required=True, help="The table to profile, e.g. main.people.")
 @click.option(
     "--k", "k", default=5, show_default=True, type=click.IntRange(min=1), help="The k to start from."
@@ -391,7 +392,7 @@ def init(db: str, table: str, k: int, out: str | None) -> None:
 
 
 @main.command()
-@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--db", "db", required=True, help=DB_PATH)
 @click.option("--table", required=True, help="The table, e.g. main.people.")
 @click.option("--column", required=True, help="The quasi-identifier to build a hierarchy for.")
 @click.option("--intervals", default=None, help="Nested interval widths, e.g. 5,10,20 (numbers).")
@@ -464,7 +465,7 @@ def _as_option(message: str) -> str:
 
 @main.command(name="dbt")
 @click.argument("policy", type=click.Path(dir_okay=False))
-@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--db", "db", required=True, help=DB_PATH)
 @click.option("--project", required=True, help="The dbt project's folder (holding dbt_project.yml).")
 @click.option("--levels", default=None, help="Skip the search: this node, e.g. 'Postcode=2,Age=1'.")
 @click.option("--source", default=None, help="SOURCE.TABLE: the model reads source('SOURCE', 'TABLE').")
@@ -504,7 +505,7 @@ def dbt(
 
 
 @main.command()
-@click.option("--db", "db", required=True, help=DB_HELP)
+@click.option("--db", "db", required=True, help=DB_PATH)
 @click.option("--drop", is_flag=True, help="Drop the leftovers found (default: only list them).")
 @_errors
 def cleanup(db: str, drop: bool) -> None:

@@ -8,6 +8,8 @@ import os
 import stat
 import sys
 
+import click
+
 from sqlanon.errors import SqlanonError
 from sqlanon.sql import secrets
 
@@ -33,6 +35,23 @@ def secret_pads_line() -> str:
             "secret-pads: write to a pipe into COPY, not a terminal or a file (docs/security.md)"
         )
     row = secrets.secret_row().values
-    if all(v is None for v in row):
-        secrets.read_key("hash")  # names the variables to set
+    missing = []
+    for (purpose, (var, _)), pair in zip(secrets.PURPOSES.items(), (row[:2], row[2:]), strict=True):
+        if None in pair and (os.environ.get(var) or os.environ.get(f"{var}_FILE")):
+            secrets.read_key(purpose)  # set but unusable: its own message says why
+        missing += [var] if None in pair else []
+    if len(missing) == 2:
+        # Not read_key's "action hash: ..." line: this command has no policy, and either key will do.
+        raise SqlanonError(
+            "secret-pads: no secret key is set: set SQLANON_HASH_KEY or SQLANON_PERTURB_KEY (or its _FILE "
+            "form), the key(s) the printed SQL was made with"
+        )
+    if missing:
+        # A statement that reads a pad left NULL does not fail: its HMACs are NULL, and a clamped
+        # uniform then turns every record's noise into one constant that anyone can subtract.
+        click.echo(
+            f"note: secret-pads: {missing[0]} is not set, so its pads are NULL: run no printed SQL "
+            f"made with {missing[0]} (it would not fail, and its values would be wrong)",
+            err=True,
+        )
     return "\t".join("\\N" if v is None else v for v in row) + "\n"

@@ -58,7 +58,7 @@ def utility_cmd(
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Seed 002's experiment: classifiers trained on each release against the original."""
+    """Per k, classifiers trained on the release against one trained on the original (Marchand 2019)."""
     bar, update = _progress_bar(make_console(stderr=True))
     with bar:
         result = api.utility(

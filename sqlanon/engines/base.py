@@ -249,8 +249,14 @@ class Backend:
     def require_columns(self, rel: Relation, what: str) -> list[Column]:
         cols = self.columns(rel)
         if not cols:
+            # The two slips of a newcomer: no --db (an empty in-memory DuckDB), DuckDB's schema.
+            hint = ""
+            if self.url.startswith("duckdb:///:memory:"):
+                hint = "; an in-memory DuckDB starts empty: name your database with --db"
+            elif self.dialect == "postgres" and rel.schema == "main":
+                hint = "; PostgreSQL's default schema is public, not DuckDB's main"
             raise SqlanonError(
-                f"{what}: relation {str(rel)!r} not found on {self.dialect} ({redact(self.url)})"
+                f"{what}: relation {str(rel)!r} not found on {self.dialect} ({redact(self.url)}){hint}"
             )
         return cols
 
