@@ -47,11 +47,10 @@ def secret_pads_line() -> str:
             "form), the key(s) the printed SQL was made with"
         )
     if missing:
-        # A statement that reads a pad left NULL does not fail: its HMACs are NULL, and a clamped
-        # uniform then turns every record's noise into one constant that anyone can subtract.
+        # Printed SQL that reads a NULL pad stops with an error (sql/secrets.pad_expr); say why first.
         click.echo(
-            f"note: secret-pads: {missing[0]} is not set, so its pads are NULL: run no printed SQL "
-            f"made with {missing[0]} (it would not fail, and its values would be wrong)",
+            f"note: secret-pads: {missing[0]} is not set, so its pads are NULL: printed SQL made with "
+            f"{missing[0]} will stop with an error naming the pad",
             err=True,
         )
     return "\t".join("\\N" if v is None else v for v in row) + "\n"

@@ -136,10 +136,34 @@ def relation(dialect: str) -> exp.Table:
 
 
 def pad_expr(purpose: str, pad: str, dialect: str) -> exp.Expression:
-    """``(SELECT <pad column> FROM sqlanon_secret)``: one scalar subquery, evaluated once per
-    statement by every engine (an uncorrelated subquery; PostgreSQL's InitPlan)."""
+    """``COALESCE((SELECT <pad column> FROM sqlanon_secret), <error>)``: one scalar subquery,
+    evaluated once per statement by every engine (an uncorrelated subquery; PostgreSQL's InitPlan),
+    and a statement that fails where the pad is NULL or the relation empty.
+
+    Why fail: with a NULL pad every HMAC is NULL, and ``LEAST(u, 1 - 2^-53)`` skips a NULL on every
+    engine, so each record's uniform would become the same constant and its noise one shift that
+    anyone can subtract (printed SQL run by hand after ``sqlanon secret-pads`` with only the other
+    key set). The error is evaluated only when the COALESCE needs it: Spark's ``raise_error()`` is
+    never folded; PostgreSQL has no such function, and DuckDB's ``error()`` is volatile, which a
+    window's ORDER BY refuses (swapping ranks by keyed uniforms), so there a cast of the message to
+    an integer fails instead, kept from plan-time folding by a subquery over the relation."""
     col = exp.column(exp.to_identifier(COLUMNS[(purpose, pad)], quoted=True))
-    return exp.Subquery(this=exp.select(col).from_(relation(dialect)))
+    read = exp.Subquery(this=exp.select(col).from_(relation(dialect)))
+    var = PURPOSES[purpose][0]
+    msg = f"{NAME}.{COLUMNS[(purpose, pad)]} is not set: bind the pads of {var} (sqlanon secret-pads) first"
+    return exp.Coalesce(this=read, expressions=[_failure(msg, dialect)])
+
+
+def _failure(msg: str, dialect: str) -> exp.Expression:
+    """An expression that raises ``msg`` when it is evaluated (text-typed where it returns)."""
+    text = exp.Literal.string(msg)
+    if dialect in ("spark", "spark2", "databricks"):
+        return exp.Anonymous(this="raise_error", expressions=[text])
+    if dialect in ("duckdb", "postgres", "redshift"):
+        rows = exp.Subquery(this=exp.select(exp.Count(this=exp.Star())).from_(relation(dialect)))
+        message = exp.DPipe(this=exp.Literal.string(msg + "; rows: "), expression=exp.cast(rows, "text"))
+        return exp.cast(exp.cast(message, "int"), "text")
+    return exp.cast(exp.cast(text, "int"), "text")
 
 
 #: The comment printed before SQL that reads the secret relation (compile, --dry-run, the report
