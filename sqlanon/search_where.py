@@ -54,8 +54,7 @@ SEARCH_IN_HELP = (
     "Where the lattice search (or Mondrian's rounds) runs: 'database' (every statement in the warehouse; "
     "no aggregate leaves it) or 'local' (the coded frequency table is copied into an in-memory DuckDB "
     "and walked there). "
-    "Default: policy search.where (auto: local on PostgreSQL and Spark up to 5e6 frequency-table rows, "
-    "where pyarrow is installed)."
+    "Default: policy search.where (auto: local on PostgreSQL and Spark up to 5e6 frequency-table rows)."
 )
 
 
