@@ -85,6 +85,9 @@ def report_data(
         res = Evaluator(plan).evaluate([node])[node]
         metrics = compute(plan, [node], None, {node: res})[node]
     search.pop("published", None)
+    # The release's SQL is the policy's program: a map hierarchy's CASE lists every raw value it maps,
+    # the suppressed outliers' too (task A, session 8); `sqlanon compile` prints it for the operator.
+    search.pop("sql", None)
     out: dict[str, Any] = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "sqlanon_version": _version(),

@@ -1,0 +1,86 @@
+"""An attacker's review of what readers and operators receive (task A, session 8): the report page,
+the dbt project sqlanon writes, printed SQL and JSON, with hostile source values and readers.
+
+The data are those of tests/test_readers_pg.py: 196 regular patients and four unique outliers the
+release suppresses, whose postcodes and diseases (SENTINELS) occur in no released row; the
+postcode hierarchy is a map written in the policy, so anything that lists the map's raw values
+names the outliers' postcodes. Each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+import sqlanon
+from tests.conftest import TestDB
+from tests.helpers import cli, dbt_build, dbt_runner, write_policy
+from tests.test_readers_pg import _as, _no_sentinel, _policy, _rows, clinic  # noqa: F401 - a fixture
+
+COLUMNS, TYPES = ["id", "age", "zip", "disease"], ["INTEGER", "INTEGER", "VARCHAR", "VARCHAR"]
+
+
+def _load(db: TestDB) -> str:
+    db.load("patients", COLUMNS, _rows(), TYPES)
+    return f"{db.schema}.patients"
+
+
+def test_the_report_names_no_suppressed_value(db: TestDB, tmp_path: Path) -> None:
+    """The page (and its JSON) folded the release's SQL in, and a map hierarchy's SQL is a CASE
+    listing every raw value it maps: the four suppressed outliers' postcodes were on the page
+    (``WHEN '99901' THEN '999**'``), with the labels of their suppressed classes. The page and its
+    data now leave the SQL out (``sqlanon compile`` prints it for the operator)."""
+    pol = _policy(source=_load(db))
+    pol["target"] = f"{db.schema}.patients_anon"
+    path = write_policy(tmp_path, pol)
+    out = tmp_path / "r.html"
+    args = ["--levels", "age=1,zip=1", "--out", str(out), "--json", "--k", "5"]
+    code, text, err = cli("report", str(path), "--db", db.url, *args)
+    assert code == 0, err
+    _no_sentinel(out.read_text(encoding="utf-8"))
+    _no_sentinel(text + err)
+    for label in ("555**", "999**"):  # the suppressed classes' labels
+        assert label not in out.read_text(encoding="utf-8") + text, label
+
+
+def _project(root: Path) -> Path:
+    project = root / "project"
+    (project / "models").mkdir(parents=True)
+    conf = {"name": "s8", "version": "1.0.0", "config-version": 2, "profile": "sqlanon_example"}
+    (project / "dbt_project.yml").write_text(yaml.safe_dump(conf), encoding="utf-8")
+    return project
+
+
+def test_a_dbt_model_on_postgres_shows_a_reader_no_suppressed_row(
+    clinic: tuple[TestDB, str],  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+) -> None:
+    """``sqlanon dbt`` on PostgreSQL wrote ``materialized='view'``: a plain view of the release's
+    SELECT, none of the hardening of a view sqlanon publishes (docs/security.md). A reader granted
+    SELECT on the model read the map's raw values in ``pg_views`` (readable by every role), and a
+    leaky function in their WHERE ran on every row before the suppression, the outliers' too. On
+    PostgreSQL the model is now a table (:func:`sqlanon.dbt.project.materialization`)."""
+    db, role = clinic
+    runner = dbt_runner()
+    project = _project(tmp_path)
+    written = sqlanon.dbt_project(_policy(), db.url, project=project, levels={"age": 1, "zip": 1})
+    assert written["suppressed_records"] == 4
+    results, ok = dbt_build(runner, db, project, tmp_path)
+    assert ok, {k: str(r.message) for k, r in results.items()}
+    model = '"analytics"."patients_anon"'
+    db.sql(f"GRANT USAGE ON SCHEMA analytics TO {role}")
+    db.sql(f"GRANT SELECT ON {model} TO {role}")
+    seen: list[str] = []
+    with _as(db, role) as con:
+        assert len(con.execute(f"SELECT * FROM {model}").fetchall()) == 196
+        defs = con.execute("SELECT string_agg(definition, ' ') FROM pg_views WHERE schemaname = 'analytics'")
+        viewdefs = str(defs.fetchone()[0])
+        con.add_notice_handler(lambda d: seen.append(str(d.message_primary)))
+        con.execute(
+            f"CREATE FUNCTION {role}.leak(a anyelement, b text, c text) RETURNS boolean LANGUAGE plpgsql "
+            "IMMUTABLE COST 0.0001 AS $$ BEGIN RAISE NOTICE 'row % % %', a, b, c; RETURN true; END $$"
+        )
+        n = con.execute(f"SELECT count(*) FROM {model} WHERE {role}.leak(age, zip, disease)").fetchone()
+    assert n == (196,)
+    _no_sentinel("\n".join(seen))
+    _no_sentinel(viewdefs)
