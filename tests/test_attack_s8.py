@@ -13,9 +13,14 @@ from pathlib import Path
 import yaml
 
 import sqlanon
-from tests.conftest import TestDB
-from tests.helpers import cli, dbt_build, dbt_runner, write_policy
+from sqlanon.safepub import DPRequirement
+from tests.conftest import TEST_PERTURB_KEY, TestDB
+from tests.helpers import cli, cli_json, dbt_build, dbt_runner, write_policy
 from tests.test_readers_pg import _as, _no_sentinel, _policy, _rows, clinic  # noqa: F401 - a fixture
+from tests.test_safepub import _dp_policy as dp_policy
+from tests.test_safepub import _rows as safepub_rows
+from tests.test_safepub import _u as safepub_u
+from tests.test_safepub import table  # noqa: F401 - a fixture
 
 COLUMNS, TYPES = ["id", "age", "zip", "disease"], ["INTEGER", "INTEGER", "VARCHAR", "VARCHAR"]
 
@@ -84,3 +89,50 @@ def test_a_dbt_model_on_postgres_shows_a_reader_no_suppressed_row(
     assert n == (196,)
     _no_sentinel("\n".join(seen))
     _no_sentinel(viewdefs)
+
+
+def _sample_size() -> int:
+    """The SafePub sample of tests/test_safepub.py's table under the tests' key, from the draw's
+    definition (a row is sampled where HMAC-SHA-256(key, 'safepub|<id>') gives u < beta)."""
+    beta = DPRequirement(epsilon=2.0, delta=1e-3, search_epsilon=0.5, steps=3).beta
+    return sum(1 for i, *_ in safepub_rows() if safepub_u(TEST_PERTURB_KEY, f"safepub|{i}") < beta)
+
+
+def test_a_safepub_release_states_no_count_of_its_sample(
+    table: TestDB,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+) -> None:
+    """SafePub's guarantee covers the published rows, not the sample they were drawn from: the
+    sample's size, and the records suppressed from it (its size less the published rows), are
+    figures of the source it does not cover (tests/test_safepub.py asserts the DP object holds
+    neither). ``anonymise`` still printed both, as ``rows`` and ``suppressed_records`` (``chosen
+    node ...; suppressed records: 21 of 1544``, ``suppression limit 100.00% (1544 records)``), and
+    the same of its dry run."""
+    n_sample = _sample_size()
+    path = dp_policy(tmp_path, "main.t_dp")
+    code, text, err = cli("anonymise", str(path), "--db", table.url, "--as", "table")
+    assert code == 0, err
+    published = table.sql("SELECT COUNT(*) FROM main.t_dp")[0][0]
+    assert 0 < published < n_sample  # the guard: some sampled records were suppressed
+    for shown in (f"of {n_sample}", f"({n_sample} records)", f": {n_sample - published}"):
+        assert shown not in text + err, shown
+    for args in (["--as", "table", "--replace"], ["--dry-run"]):
+        out = cli_json("anonymise", str(path), "--db", table.url, "--json", *args)
+        pub = out.get("published") or {}
+        figures = [out.get("rows"), out.get("suppressed_records"), pub.get("suppressed_records")]
+        figures.append((pub.get("suppression") or {}).get("allowed_records"))
+        assert not {n_sample, n_sample - published} & set(figures), (args, figures)
+
+
+def test_a_safepub_report_is_refused_in_one_line(
+    table: TestDB,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+) -> None:
+    """``report`` drew a SafePub policy's page from the whole source: *after* was the source's
+    release at the chosen node (1972 rows, not the ~1523 of the sample published), *before* and
+    the profile the source's, none covered by the guarantee, beside an epsilon that claimed it."""
+    path = dp_policy(tmp_path, "main.t_dp")
+    out = tmp_path / "r.html"
+    code, text, err = cli("report", str(path), "--db", table.url, "--out", str(out), "--k", "2")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "differential_privacy" in err, err
+    assert not out.exists() and not list(tmp_path.glob("*.html"))

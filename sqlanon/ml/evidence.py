@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from sqlanon.engines import Backend
+from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Evaluator, Plan, Progress, build_hierarchies, check_coverage, prepare
 from sqlanon.measure.assessment import (
     FrequencyTables,
@@ -60,6 +61,12 @@ def report_data(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The report's data (the JSON of ``sqlanon report --json``, see docs/report.md)."""
+    if policy.privacy.dp is not None:  # the page would show the source's figures beside an epsilon
+        raise SqlanonError(
+            "privacy.differential_privacy: the report's figures (the source's, its release at the node, "
+            "the profile over k) are not SafePub's sample and its guarantee covers none of them; "
+            "publish with sqlanon anonymise, which measures the published rows"
+        )
     hierarchies = build_hierarchies(policy, check_columns(be, policy))
     before = assess(be, policy, validate=lambda ft: check_coverage(be, hierarchies, ft))
     search = anonymise(
