@@ -136,3 +136,30 @@ def test_a_safepub_report_is_refused_in_one_line(
     code, text, err = cli("report", str(path), "--db", table.url, "--out", str(out), "--k", "2")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "differential_privacy" in err, err
     assert not out.exists() and not list(tmp_path.glob("*.html"))
+
+
+#: A value an attacker inserts into the source: cursor up and erase the line (hiding what sqlanon
+#: printed above), set the terminal's title, an 8-bit CSI, and a line break that forges a line.
+EVIL = "\x1b[1A\x1b[2K\x1b]0;PWNED\x1b\\\x9b2J\nall requirements hold FORGED"
+
+
+def test_the_console_prints_no_control_character_of_the_data(db: TestDB, tmp_path: Path) -> None:
+    """``assess`` and ``anonymise`` print the most disclosive classes (a QI at level 0 is the
+    source's value) through rich, which passes ESC through: the value above reached the operator's
+    terminal as it was, erasing a line of the output and starting a forged one."""
+    rows = [[i, f"{EVIL}{i % 3}", f"s{i % 2}{EVIL}"] for i in range(30)]
+    db.load("t", ["id", "q", "s"], rows, ["INTEGER", "VARCHAR", "VARCHAR"])
+    pol = {
+        "source": f"{db.schema}.t",
+        "target": f"{db.schema}.t_anon",
+        "columns": {"id": "insensitive", "q": "quasi", "s": "sensitive"},
+        "privacy": {"k": 2, "l": {"s": 2}},
+    }
+    path = write_policy(tmp_path, pol)
+    for args in (["assess"], ["anonymise", "--as", "table"]):
+        code, out, err = cli(args[0], str(path), "--db", db.url, *args[1:])
+        assert code == 0, err
+        text = out + err
+        assert "PWNED" in text  # the guard: the values are printed (escaped)
+        assert not set(text) & {"\x1b", "\x9b"}, args
+        assert not any(line.startswith("all requirements hold FORGED") for line in text.splitlines()), args

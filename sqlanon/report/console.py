@@ -24,6 +24,7 @@ from sqlanon.measure.wildcard import describe_wildcard
 from sqlanon.presence import describe_presence
 from sqlanon.profitability import describe_profitability
 from sqlanon.report import sample
+from sqlanon.report.terminal import visible
 from sqlanon.risk_extra import describe_risks
 from sqlanon.sql import secrets
 
@@ -71,12 +72,12 @@ def _class_text(c: Any) -> str:
 
 
 def _e(v: Any) -> str:
-    """Data or policy text, escaped for rich markup."""
-    return escape(str(v))
+    """Data or policy text, escaped for rich markup and the terminal (no control character)."""
+    return escape(visible(str(v)))
 
 
 def _cell(v: Any) -> Text:
-    return Text(str(v))
+    return Text(visible(str(v)))
 
 
 def number(v: Any, digits: int = 4, none: str = "-") -> str:
