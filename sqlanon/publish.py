@@ -168,6 +168,8 @@ def anonymise(
     out["published"] = release_shown(published, out)  # verified_in: the operator's, at the top level
     if policy.privacy.dp is not None:
         hide_sample_counts(out["published"], published=True)
+        if isinstance(out.get("verified_in"), dict) and "rows_transferred" in out["verified_in"]:
+            out["verified_in"]["rows_transferred"] = None  # the sample's distinct QI rows, copied
     return out
 
 
