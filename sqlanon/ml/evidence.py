@@ -30,6 +30,7 @@ from sqlanon.measure.tcloseness_hier import hierarchy_of
 from sqlanon.metrics import compute, metric_info, profile
 from sqlanon.metrics.optimum import check_node_release
 from sqlanon.ml.experiment import utility
+from sqlanon.ml.shown import release_only
 from sqlanon.policy import Policy
 from sqlanon.publish import anonymise, mondrian_release
 from sqlanon.relation import Relation
@@ -127,7 +128,7 @@ def report_data(
             metric=metric,
             trainers=list(trainers) if trainers else ("naive_bayes",),
         )
-    return out
+    return release_only(out)  # no figure computed over the source's values (sqlanon.ml.shown)
 
 
 def _release(
