@@ -34,7 +34,8 @@ def blank(metrics: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def release_only(data: dict[str, Any]) -> dict[str, Any]:
     """The report's data with the source metrics null: the release's metrics, the chosen node's
-    optimum (where its metric is one), Mondrian's figures and every row of the profile over k."""
+    optimum (where its metric is one), Mondrian's figures, every row of the profile over k and
+    every release of the machine-learning section."""
     data["metrics"] = blank(data["metrics"])
     search = data["search"]
     if isinstance(search.get("optimum"), dict) and search["optimum"].get("metric") in SOURCE_METRICS:
@@ -47,4 +48,7 @@ def release_only(data: dict[str, Any]) -> dict[str, Any]:
             row["metrics"] = blank(row["metrics"])
         if prof.get("metric") in SOURCE_METRICS and "optimum" in row:
             row["optimum"] = None
+    for row in (data.get("utility") or {}).get("releases") or []:  # the ML section's releases
+        if isinstance(row.get("metrics"), dict):
+            row["metrics"] = blank(row["metrics"])
     return data
