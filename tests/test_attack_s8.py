@@ -1,10 +1,11 @@
 """An attacker's review of what readers and operators receive (task A, session 8): the report page,
-the dbt project sqlanon writes, printed SQL and JSON, with hostile source values and readers.
+the dbt project sqlanon writes, printed SQL, JSON and the console, with hostile source values and
+readers. Each test failed on the code before its fix.
 
 The data are those of tests/test_readers_pg.py: 196 regular patients and four unique outliers the
 release suppresses, whose postcodes and diseases (SENTINELS) occur in no released row; the
 postcode hierarchy is a map written in the policy, so anything that lists the map's raw values
-names the outliers' postcodes. Each test failed on the code before its fix."""
+names the outliers' postcodes. SafePub's table is tests/test_safepub.py's."""
 
 from __future__ import annotations
 
