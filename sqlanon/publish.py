@@ -139,6 +139,8 @@ def anonymise(
             "notes": notes(be.dialect, kind),
         }
     )
+    if policy.privacy.dp is not None:
+        hide_sample_counts(out)
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
     excluded = [c for c in src_cols if c not in {s.name for s in policy.columns}]
     out["excluded_columns"] = excluded
@@ -164,7 +166,26 @@ def anonymise(
         be, policy, plan, node, target, kind, replace, src_cols, res.bad_records, pre, pert.ctx
     )
     out["published"] = release_shown(published, out)  # verified_in: the operator's, at the top level
+    if policy.privacy.dp is not None:
+        hide_sample_counts(out["published"], published=True)
+        if isinstance(out.get("verified_in"), dict) and "rows_transferred" in out["verified_in"]:
+            out["verified_in"]["rows_transferred"] = None  # the sample's distinct QI rows, copied
     return out
+
+
+def hide_sample_counts(result: dict[str, Any], published: bool = False) -> None:
+    """A SafePub release's figures of its sample, blanked (None): the sample's size (the search's
+    ``rows``, the published measurement's ``allowed_records``), the records suppressed from it (its
+    size less the published rows) and the metric of the chosen node over it. The guarantee covers
+    the published rows, not the sample they were drawn from (task A, session 8: ``anonymise``
+    printed ``suppressed records: 21 of 1544``). A published measurement keeps its own rows."""
+    result["suppressed_records"] = None
+    if published:
+        result["suppression"]["allowed_records"] = None
+        return
+    result["rows"] = None
+    if isinstance(result.get("optimum"), dict):
+        result["optimum"]["value"] = None
 
 
 @dataclasses.dataclass(frozen=True)

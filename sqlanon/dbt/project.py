@@ -255,6 +255,7 @@ def project_files(
     reference: str,
     declare: tuple[str, str] | None,
     policy_name: str,
+    materialized: str | None = None,
 ) -> dict[Path, str]:
     """Every file ``sqlanon dbt`` writes, by path, with its text. Every name in it (the policy's
     file, the source, columns, labels, values) is text to dbt: comments through ``files.one_line``,
@@ -264,7 +265,7 @@ def project_files(
     paths = plan_paths(project, name)
     model_path, yml_path = list(paths)[:2]
     node = ", ".join(f"{k}={v}" for k, v in out["node"].items())
-    materialized = policy.publish_as
+    materialized = materialized or policy.publish_as
     files_: dict[Path, str] = {}
     files_[model_path] = (
         f"-- {MARK} from {files.one_line(policy_name)}: the release of {files.one_line(str(policy.source))} "
@@ -378,6 +379,16 @@ def _status(old: str | None, text: str, kind: str) -> str:
     return "updated" if HEADERS[kind].fullmatch(old.split("\n", 1)[0]) else "replaced"
 
 
+def materialization(policy: Policy, dialect: str) -> str:
+    """How dbt builds the model: the policy's form, but a table on PostgreSQL. There a dbt view is a
+    plain view of the release's SELECT, none of the hardening of a view sqlanon publishes
+    (docs/security.md): every role reads its definition in ``pg_views`` (a map hierarchy's raw
+    values), and a reader's leaky function in WHERE ran on every row before the suppression, the
+    suppressed records' sensitive values included (task A, session 8). DuckDB and Spark have no
+    access control: whoever reads a view there can read its source."""
+    return "table" if dialect == "postgres" else policy.publish_as
+
+
 def _source_refs(sql: str, dialect: str) -> int:
     """How many times the release reads the placeholder (as a table or a column's qualifier)."""
     tree = sqlglot.parse_one(sql, read=dialect)
@@ -437,6 +448,7 @@ def write_project(
         reference=reference,
         declare=declare,
         policy_name=policy_name,
+        materialized=materialization(policy, be.dialect),
     )
     status = {path: _status(olds[path], text, plan[path]) for path, text in texts.items()}
     files.write_all(
@@ -449,7 +461,7 @@ def write_project(
         "model": policy.target.name,
         "node": out["node"],
         "source": model_jinja,
-        "materialized": policy.publish_as,
+        "materialized": materialization(policy, be.dialect),
         "suppressed_records": out["suppressed_records"],
         "tests": [next(iter(t)) for t in _tests(policy, reference)],
         "files": [{"path": str(p.relative_to(project.root)), "status": status[p]} for p in texts],

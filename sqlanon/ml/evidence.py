@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from sqlanon.engines import Backend
+from sqlanon.errors import SqlanonError
 from sqlanon.lattice import Evaluator, Plan, Progress, build_hierarchies, check_coverage, prepare
 from sqlanon.measure.assessment import (
     FrequencyTables,
@@ -29,6 +30,7 @@ from sqlanon.measure.tcloseness_hier import hierarchy_of
 from sqlanon.metrics import compute, metric_info, profile
 from sqlanon.metrics.optimum import check_node_release
 from sqlanon.ml.experiment import utility
+from sqlanon.ml.shown import release_only
 from sqlanon.policy import Policy
 from sqlanon.publish import anonymise, mondrian_release
 from sqlanon.relation import Relation
@@ -60,6 +62,12 @@ def report_data(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The report's data (the JSON of ``sqlanon report --json``, see docs/report.md)."""
+    if policy.privacy.dp is not None:  # the page would show the source's figures beside an epsilon
+        raise SqlanonError(
+            "privacy.differential_privacy: the report's figures (the source's, its release at the node, "
+            "the profile over k) are not SafePub's sample and its guarantee covers none of them; "
+            "publish with sqlanon anonymise, which measures the published rows"
+        )
     hierarchies = build_hierarchies(policy, check_columns(be, policy))
     before = assess(be, policy, validate=lambda ft: check_coverage(be, hierarchies, ft))
     search = anonymise(
@@ -85,6 +93,9 @@ def report_data(
         res = Evaluator(plan).evaluate([node])[node]
         metrics = compute(plan, [node], None, {node: res})[node]
     search.pop("published", None)
+    # The release's SQL is the policy's program: a map hierarchy's CASE lists every raw value it maps,
+    # the suppressed outliers' too (task A, session 8); `sqlanon compile` prints it for the operator.
+    search.pop("sql", None)
     out: dict[str, Any] = {
         "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "sqlanon_version": _version(),
@@ -117,7 +128,7 @@ def report_data(
             metric=metric,
             trainers=list(trainers) if trainers else ("naive_bayes",),
         )
-    return out
+    return release_only(out)  # no figure computed over the source's values (sqlanon.ml.shown)
 
 
 def _release(

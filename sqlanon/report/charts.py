@@ -268,7 +268,7 @@ def tradeoff(profile: Mapping[str, Any], info: Mapping[str, Any]) -> tuple[str, 
     """The privacy/utility trade-off over k: four metrics of the optimum for each k."""
     rows = [r for r in profile.get("profile", []) if r.get("metrics")]
     chosen = profile.get("metric") or Search.metric  # the policy default where a profile names none
-    names = [chosen] + [m for m in ("ncp", "entropy_loss", "discernibility") if m != chosen]
+    names = [chosen] + [m for m in ("ncp", "entropy_loss", "discernibility", "precision") if m != chosen]
     names = [m for m in names if any((r["metrics"] or {}).get(m) is not None for r in rows)][:4]
     fig, axes = _figure(9.6, 2.6, max(1, len(names)))
     for ax, m in zip(axes, names, strict=False):
@@ -282,6 +282,7 @@ def tradeoff(profile: Mapping[str, Any], info: Mapping[str, Any]) -> tuple[str, 
             fig, "tradeoff"
         ), "No k of the profile could be satisfied, so there is no trade-off to draw."
     first, last = rows[0], rows[-1]
+    chosen = names[0] if names else chosen  # a metric the page shows (sqlanon.ml.shown: NCP is not)
     v0, v1 = first["metrics"].get(chosen), last["metrics"].get(chosen)
     sentence = (
         f"What protecting more costs: for each k, the best release's information-loss metrics; from "

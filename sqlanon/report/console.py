@@ -23,6 +23,8 @@ from rich.text import Text
 from sqlanon.measure.wildcard import describe_wildcard
 from sqlanon.presence import describe_presence
 from sqlanon.profitability import describe_profitability
+from sqlanon.report import sample
+from sqlanon.report.terminal import visible
 from sqlanon.risk_extra import describe_risks
 from sqlanon.sql import secrets
 
@@ -70,12 +72,12 @@ def _class_text(c: Any) -> str:
 
 
 def _e(v: Any) -> str:
-    """Data or policy text, escaped for rich markup."""
-    return escape(str(v))
+    """Data or policy text, escaped for rich markup and the terminal (no control character)."""
+    return escape(visible(str(v)))
 
 
 def _cell(v: Any) -> Text:
-    return Text(str(v))
+    return Text(visible(str(v)))
 
 
 def number(v: Any, digits: int = 4, none: str = "-") -> str:
@@ -263,10 +265,10 @@ def _print_requirements(a: Mapping[str, Any], console: Console, released: bool, 
             "suppression limit."
         )
     _explain(console, quiet, why)
-    limit = f"suppression limit {s['limit']:.2%} ({s['allowed_records']} records)"
+    limit = f"suppression limit {s['limit']:.2%}{sample.records(s['allowed_records'])}"
     if released:
         console.print(
-            f"{limit}; records suppressed: {a['suppressed_records']}; "
+            f"{limit}; records suppressed: {sample.count(a['suppressed_records'])}; "
             f"records violating any requirement: {s['records_violating_any']}"
         )
         return
@@ -375,7 +377,7 @@ def print_anonymise(
     else:
         console.print(
             f"chosen node {_e(node_text(r['node'], examples))} ({_e(opt['metric'])} = {_fmt(opt['value'])}); "
-            f"suppressed records: {r['suppressed_records']} of {r['rows']}"
+            f"suppressed records: {sample.of(r['suppressed_records'], r['rows'])}"
         )
     if r.get("wiped_qis"):
         ncp = "" if (r.get("optimum") or {}).get("metric") == "ncp" else "--metric ncp "  # ncp: no news
