@@ -1,4 +1,5 @@
-"""Issue 33's loose ends (session 8): numbers the local copy cannot hold exactly.
+"""Issue 33's loose ends (session 8): numbers the local copy cannot hold exactly, and the file
+pyspark writes for Mondrian's (row, partition) pairs.
 
 PostgreSQL's ``numeric`` (any number of digits) crosses to the local walk's DuckDB as a DOUBLE
 (sqlanon/lattice/localdb.py ``_cast``), where 2^53 and 2^53 + 1 are one value. The walk reads
@@ -8,10 +9,19 @@ from the search's" where the in-database walk chose its node; with an interval b
 two such values the local labels would differ too. Now such a search stays in the warehouse
 under ``auto`` and ``search.where: local`` is refused in one line (as Mondrian's rounds were).
 The expected nodes are worked out by hand in each test.
+
+Mondrian's local rounds on Spark send their pairs back with ``createDataFrame`` of an Arrow table
+(sqlanon/lattice/mondrian_local.py ``upload_pairs``), which classic pyspark writes to a file in its
+temporary folder under ``spark.local.dir`` for the JVM to read. The file holds integers only
+(frequency-table row numbers and partition ids: with the warehouse's session-temporary numbered
+table they would tell which class each combination of values went to); checked here that it
+is gone when the upload returns, readable by its owner only, in a folder other users cannot enter.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -87,3 +97,46 @@ def test_a_double_column_still_walks_locally(db: TestDB) -> None:
     inside = api.anonymise(_policy("database", "nx_db", "ncp"), db.url, replace=True).to_dict()
     auto = api.anonymise(_policy("auto", "nx_auto", "ncp"), db.url, replace=True).to_dict()
     assert auto["search_location"] == "local" and auto["node"] == inside["node"]
+
+
+@pytest.mark.spark
+def test_spark_pairs_file_is_private_and_removed_at_once(spark_session: Any, monkeypatch: Any) -> None:
+    """The upload's temporary file (pyspark's ``SparkContext._serialize_to_jvm``, seen as the JVM
+    reads it): mode 0600, an ancestor folder closed to others (Spark makes ``spark-<uuid>`` 0700),
+    and removed when the upload returns; the pairs arrive intact."""
+    if spark_session is None:
+        pytest.skip("Spark unavailable on this machine (see the NOTE in tests/conftest.py)")
+    import pyarrow as pa
+
+    from sqlanon.engines.spark import connect_spark
+    from sqlanon.lattice.mondrian_local import upload_pairs
+
+    sc = spark_session.sparkContext
+    seen: list[dict[str, Any]] = []
+    send = sc._serialize_to_jvm
+
+    def spy(data: Any, ser: Any, reader_func: Any, server_func: Any) -> Any:
+        def reader(name: str) -> Any:
+            folders = [os.path.dirname(name), os.path.dirname(os.path.dirname(name))]
+            seen.append({"name": name, "mode": stat.S_IMODE(os.stat(name).st_mode), "folders": folders})
+            return reader_func(name)
+
+        out = send(data, ser, reader, server_func)
+        seen[-1]["left"] = os.path.exists(seen[-1]["name"])
+        return out
+
+    monkeypatch.setattr(sc, "_serialize_to_jvm", spy)
+    be = connect_spark("spark")
+    try:
+        rids = list(range(100))
+        rel = upload_pairs(be, pa.table({"rid": rids, "pid": [r % 7 for r in rids]}))
+        got = spark_session.sql(f"SELECT count(*), sum(pid) FROM {rel.name}").collect()[0]
+        assert tuple(got) == (100, sum(r % 7 for r in rids))
+    finally:
+        be.close()
+    if not seen:
+        pytest.skip("this pyspark sends Arrow rows without a file (I/O encryption, or Spark Connect)")
+    (f,) = seen
+    assert f["mode"] == 0o600 and not f["left"], f
+    closed = [d for d in f["folders"] if stat.S_IMODE(os.stat(d).st_mode) & 0o077 == 0]
+    assert closed, f"no folder on the path is closed to other users: {f}"
