@@ -13,6 +13,17 @@ the end of the rounds, with 58 broadcast clean-ups still queued (with this modul
 failed with "Not enough memory to build and broadcast the table". A temporary relation is a
 checkpoint (its rows are stored, the plan that computed them is not needed again), so its
 broadcasts are destroyed right after it is computed.
+
+What is left after the rounds is garbage on its way out, not held (session 8, Adult 30,162 rows,
+k = 20, 13 rounds, local[2], 3 GB driver, the tests' settings; the idle session 61 MiB after a
+full GC): at the rounds' end py4j still had ~24,000 JavaObjects that Python had dropped queued for
+release (its FinalizerWorker thread tells the JVM, ~1-2 s), and Spark's context cleaner frees the
+RDDs' and shuffles' state only after a GC has found their owners unreachable. With Python's own
+GC switched off and nothing else run, one ``System.gc()`` a few seconds apart left 621, 384, then
+91 MiB (and 91 MiB 10 s and 20 s later); ``jmap -histo:live`` at 384 MiB showed 300 MB of
+``long[]`` (3,618 arrays) that the next GC freed. The 30 MiB above the idle session are the SQL
+status store's 50 retained executions and the SQL parser's caches; closing the session changes
+nothing further (90 MiB): no cached DataFrame, broadcast, stored RDD or Arrow batch is kept.
 """
 
 from __future__ import annotations

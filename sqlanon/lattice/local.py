@@ -42,6 +42,7 @@ from sqlanon.lattice.localdb import (
     LocalBackend,
     copy_table,
     freq_cols,
+    inexact_column,
     open_local,
     require_arrow,
     take_staged,
@@ -60,8 +61,11 @@ def location(plan: Plan, where: str | None = None) -> str:
     if where != "auto":
         if where == "local":
             require_arrow()
+            inexact_column(plan.be, plan.policy, plan.qi_names, refuse=True)
         return where
     if plan.be.dialect not in LOCAL_ENGINES or plan.base_rows > LOCAL_MAX_ROWS:
+        return "database"
+    if inexact_column(plan.be, plan.policy, plan.qi_names, refuse=False):
         return "database"
     try:
         require_arrow()

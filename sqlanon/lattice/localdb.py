@@ -391,6 +391,42 @@ def _cast(type_name: str, dialect: str) -> str | None:
     return _duckdb_type(type_name)
 
 
+def held_inexactly(be: Backend, src: Relation, names: list[str]) -> Column | None:
+    """The first of ``src``'s columns ``names`` whose values the local copy may not hold exactly:
+    one :func:`_cast` holds as DOUBLE though the warehouse's type is no floating-point type
+    (PostgreSQL's ``numeric``, any number of digits, where 1.0000000000000000001 and
+    1.0000000000000000002, or 2^53 and 2^53 + 1, are one double). Derived from the cast the copy
+    makes, so that the two cannot drift apart: a walk or Mondrian's rounds on such a copy could
+    merge distinct values (the metrics' codes, an interval's side), so they stay in the warehouse."""
+    cols = {c.name: c for c in be.require_columns(src, "source")}
+    for name in names:
+        col = cols.get(name)
+        if col is not None and not col.floating and _cast(col.type.strip(), be.dialect) == "DOUBLE":
+            return col
+    return None
+
+
+def inexact_column(be: Backend, policy: Any, qi_names: list[str], refuse: bool) -> bool:
+    """Whether a quasi-identifier or sensitive attribute of ``policy`` is :func:`held_inexactly`
+    (the search then stays in the warehouse: :func:`sqlanon.lattice.local.location`); with
+    ``refuse`` (``search.where: local`` asked for) such a column is refused in one line instead.
+
+    Why: a walk reads the copied values where the metrics' tables are built from them
+    (templates/metrics/coded.sql.j2 ranks the values and labels each level): 2^53 and 2^53 + 1,
+    one double, stopped ``ncp`` with "the metrics' level codes differ from the search's", and an
+    interval's boundary between them would label them alike; Mondrian's rounds cut the values."""
+    names = [*qi_names, *(c.name for c in policy.sensitive)]
+    col = held_inexactly(be, policy.source, names)
+    if col is not None and refuse:
+        engine = {"postgres": "PostgreSQL"}.get(be.dialect, be.dialect)
+        raise SqlanonError(
+            f"search.where: local: column {col.name} is {engine} {col.type.strip().lower()}, which the "
+            "local copy holds as DOUBLE (distinct values could merge: the search would group them as one); "
+            "set search.where: database"
+        )
+    return col is not None
+
+
 def _duckdb_type(pg_type: str) -> str:
     """PostgreSQL's information_schema type name in DuckDB's spelling.
 

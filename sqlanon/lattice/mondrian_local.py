@@ -46,15 +46,7 @@ def where_mondrian(plan: Plan, table: bool = False) -> str:
     ``search.where``, which ``--search-in`` sets), except that a read-only connection
     (``Backend.inline``) cannot take the partition map a published table needs back: ``auto``
     stays in the database there and ``local`` is refused."""
-    where = location(plan)
-    lossy = _held_as_double(plan) if where == "local" else None
-    if lossy is not None:
-        if plan.policy.search.where == "auto":
-            return "database"
-        raise SqlanonError(
-            f"search.where: local: column {lossy} is PostgreSQL numeric, which the local copy holds as "
-            "DOUBLE (distinct values could merge, and Mondrian cut them as one); set search.where: database"
-        )
+    where = location(plan)  # a column the local copy holds inexactly: in the warehouse, or refused
     if where == "local" and table and plan.be.inline:
         if plan.policy.search.where == "auto":
             return "database"
@@ -63,18 +55,6 @@ def where_mondrian(plan: Plan, table: bool = False) -> str:
             "which this read-only connection cannot create; set search.where: database"
         )
     return where
-
-
-def _held_as_double(plan: Plan) -> str | None:
-    """A column of the frequency table (a QI or a sensitive attribute) whose values the local copy
-    may not hold exactly: PostgreSQL's unconstrained ``numeric`` (any number of digits) arrives as
-    a DOUBLE (:func:`~sqlanon.lattice.localdb._cast`), where 1.000000000000000001 and
-    1.000000000000000002 are one value. The rounds must then run in the warehouse, on the values."""
-    if plan.be.dialect != "postgres":
-        return None
-    types = {c.name: c.type.strip().lower() for c in plan.be.require_columns(plan.policy.source, "source")}
-    names = [*plan.qi_names, *(c.name for c in plan.policy.sensitive)]
-    return next((n for n in names if types.get(n) == "numeric"), None)
 
 
 def run_mondrian(
