@@ -193,7 +193,9 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         )
     top = tuple(plan.heights)
     root = Evaluator(plan).evaluate([top])[top]
-    queries = _drop(be, [plan.coded]) if scratch and plan.coded.name in be._temps else 0
+    # Without a coded table (prepare(coded=False)) the top node was checked on the base table.
+    coded = plan.coded.name != plan.base.freq.name
+    queries = _drop(be, [plan.coded]) if scratch and coded and plan.coded.name in be._temps else 0
     if root.bad_records:
         k = policy.privacy.k or 1
         if k > plan.n_rows:
