@@ -12,13 +12,15 @@ failing, an uncovered value) reads as it did with the coded table.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from sqlanon.engines import session
 from sqlanon.errors import SqlanonError
-from sqlanon.lattice import prepare
+from sqlanon.lattice import mondrian_cuts, prepare
 from sqlanon.lattice.mondrian import mondrian
 from sqlanon.policy import parse_policy
 from sqlanon.publish import anonymise
@@ -101,3 +103,42 @@ def test_refusals_before_the_rounds_are_unchanged(db: Any, privacy: dict, table:
     got = _refusal(db, pol, coded=False)
     assert got.startswith(want), got
     assert got == _refusal(db, pol, coded=True)
+
+
+def test_cuts_read_as_arrays_or_as_tuples_make_the_same_tree(tmp_path: Path, monkeypatch: Any) -> None:
+    """On DuckDB a round's cuts are read as NumPy arrays and added one step per cut; without NumPy
+    (optional) as tuples, one step per child. A table whose rounds cut along a hierarchy (three
+    children, a NULL label) and on an axis gives the same tree, children and labels either way."""
+    path = tmp_path / "c.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(
+        "CREATE TABLE t AS SELECT i AS id, 20 + i % 40 AS age, "
+        "CASE i % 4 WHEN 0 THEN 'a' WHEN 1 THEN 'b' WHEN 2 THEN 'c' END AS z, 'x' AS s "
+        "FROM range(400) AS r(i)"
+    )
+    con.close()
+
+    url = f"duckdb:///{path}"
+    table = {"a": ["ab"], "b": ["ab"], "c": ["c"]}  # NULL z (i % 4 = 3) under ab too
+    pol = parse_policy(
+        {
+            "source": "main.t",
+            "columns": {
+                "id": "insensitive",
+                "age": "quasi",
+                "z": {"role": "quasi", "hierarchy": {"map": table, "null": ["ab"]}},
+                "s": "sensitive",
+            },
+            "privacy": {"k": 3},
+            "search": {"algorithm": "mondrian"},
+        }
+    )
+    with session(url) as be:
+        arrays = mondrian(prepare(be, pol, coded=False))
+    monkeypatch.setattr(mondrian_cuts, "_numpy", lambda: None)
+    with session(url) as be:
+        tuples = mondrian(prepare(be, pol, coded=False))
+    assert any(c.labels and None in c.labels and len(c.children) == 3 for c in arrays.cuts.values())
+    assert sum(c.labels is None for c in arrays.cuts.values()) >= 10  # cuts on the ages
+    assert _tree(arrays) == _tree(tuples)
+    assert all(type(c.med) is float and type(c.dim) is int for c in arrays.cuts.values())
