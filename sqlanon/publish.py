@@ -84,7 +84,10 @@ def anonymise(
     refuse_mondrian(policy.privacy.dp, algorithm or policy.search.algorithm)  # SafePub: a lattice node
     pre = preflight(be, policy, None if dry_run else target, replace)
     pert = materialise_sample(be, policy) if policy.privacy.dp else materialise(be, policy)  # SafePub: keyed
-    plan = prepare(be, pert.policy, walk=levels is None)  # --levels: nothing staged for a walk
+    # --levels: nothing staged for a walk; Mondrian reads no coded table
+    plan = prepare(
+        be, pert.policy, walk=levels is None, coded=(algorithm or policy.search.algorithm) != "mondrian"
+    )
     metric = metric or policy.search.metric
     out: dict[str, Any] = {}
     if policy.privacy.dp is not None and levels is None:  # SafePub: the sample, its search (issue 35)
@@ -492,9 +495,10 @@ def compile_release(
         return release_sql(policy, hierarchies, node, dialect, target, kind, definer=True)
     assert be is not None
     pert = materialise(be, policy)
-    plan = prepare(be, pert.policy, walk=levels_text is None)
+    mondrian = levels_text is None and policy.search.algorithm == "mondrian"
+    plan = prepare(be, pert.policy, walk=levels_text is None, coded=not mondrian)  # Mondrian: no coded table
     src_cols = [c.name for c in be.require_columns(policy.source, "source")]
-    if levels_text is None and policy.search.algorithm == "mondrian":
+    if mondrian:
         (_res, names), part = mondrian_release(plan, policy, run_mondrian(plan)[0])
         top = tuple(0 for _ in plan.heights)
         return release_sql(

@@ -53,6 +53,7 @@ from sqlanon.engines import Backend
 from sqlanon.engines.duckdb_checkpoint import no_checkpoint
 from sqlanon.errors import SqlanonError
 from sqlanon.lattice.evaluator import Evaluator
+from sqlanon.lattice.mondrian_cuts import Cut, read_cuts
 from sqlanon.lattice.plan import Plan, Progress
 from sqlanon.measure.assessment import _l_rank, checked_sensitive, requirement_checks
 from sqlanon.measure.tcloseness_hier import freq_hier_context
@@ -85,26 +86,6 @@ class Dim:
     card: int  # distinct values (NULL counted)
     weight: float = 1.0
     levels: int = 0  # > 0: cut along the hierarchy, whose levels 0 .. levels - 1 are coded
-
-
-@dataclass
-class Cut:
-    """A partition's cut: on an axis (two children, ``v <= med`` first) or along a hierarchy (one
-    child per label of level ``int(med)``, ``labels`` in child order; None for NULL)."""
-
-    dim: int
-    med: float  # v of the median (value or rank), or the level of the children's labels
-    med_text: str | None  # the median value as text (NULL: None)
-    children: list[int]
-    labels: list[str | None] | None = None
-
-    @property
-    def left(self) -> int:
-        return self.children[0]
-
-    @property
-    def right(self) -> int:
-        return self.children[-1]
 
 
 @dataclass
@@ -193,7 +174,9 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         )
     top = tuple(plan.heights)
     root = Evaluator(plan).evaluate([top])[top]
-    queries = _drop(be, [plan.coded]) if scratch and plan.coded.name in be._temps else 0
+    # Without a coded table (prepare(coded=False)) the top node was checked on the base table.
+    coded = plan.coded.name != plan.base.freq.name
+    queries = _drop(be, [plan.coded]) if scratch and coded and plan.coded.name in be._temps else 0
     if root.bad_records:
         k = policy.privacy.k or 1
         if k > plan.n_rows:
@@ -280,6 +263,7 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         be.create_temp("mdict", "mondrian/dict", work=work, vals=vals, dims=ctx_dims) if ranked else None
     )
     cuts: dict[int, Cut] = {}
+    hier_dims = [bool(d.levels) for d in dims]
     next_id, rounds, queries = 1, 0, queries + 4 + 4 * hier + ranked + nested
     # work holds the live partitions' rows only; each round's done rows are set aside in parts
     # (templates/mondrian/done.sql.j2) and unioned at the end. full, the first working table, keeps
@@ -304,12 +288,11 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
             attrs=attrs,
             any_check=any_check,
         )
-        rows = be.query("mondrian/cuts", cuts=Hole(found))
+        new, children = read_cuts(be, found, cuts, next_id, hier_dims, labels)
         queries += 2
         rounds += 1
-        if not rows:
+        if not children:
             break
-        new = _add_cuts(cuts, rows, next_id, dims, labels)
         if new < live_parts:  # some live partitions are done: their rows are final
             parts.append(be.create_temp("mdone", "mondrian/done", work=Hole(work), cuts=Hole(found)))
             queries += 1
@@ -326,7 +309,7 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         )
         queries += 1
         queries += _drop(be, done_with)
-        live_parts = len(rows)
+        live_parts = children
         next_id += live_parts
         if progress:
             progress(rounds, len(cuts), new)
@@ -366,40 +349,6 @@ def _mondrian(plan: Plan, progress: Progress | None, scratch: bool) -> MondrianR
         "smallest_partition": smallest,
     }
     return MondrianResult(dims, cuts, work, rounds, queries + 1, n_parts, metrics, sums, vals)
-
-
-def _add_cuts(
-    cuts: dict[int, Cut],
-    rows: list[tuple],
-    next_id: int,
-    dims: list[Dim],
-    labels: dict[tuple[int, int, int], str | None],
-) -> int:
-    """Add one round's cuts to the tree from its rows (round.sql.j2: one row per child, in id
-    order, so a cut's children are consecutive); the number of partitions cut. One pass with the
-    current cut at hand (74,050 children at 1e6 rows: no lookup of the tree per child)."""
-    cut: Cut | None = None
-    last, want, count = -1, 0, 0
-    for pid, dim, med, med_text, nch, key, kid in rows:
-        if pid != last:
-            if cut is not None and len(cut.children) != want:
-                _missing(last, cut, want)
-            last, want, count = pid, int(nch), count + 1
-            cut = cuts[int(pid)] = Cut(int(dim), float(med), med_text, [])
-            if dims[cut.dim].levels:
-                cut.labels = []
-        assert cut is not None
-        cut.children.append(next_id + int(kid))
-        if cut.labels is not None:
-            cut.labels.append(labels[(cut.dim, int(med), int(key))])
-    if cut is not None and len(cut.children) != want:
-        _missing(last, cut, want)
-    return count
-
-
-def _missing(pid: int, cut: Cut, want: int) -> None:
-    got = len(cut.children)
-    raise SqlanonError(f"internal: mondrian cut {pid} has {got} of its {want} children")
 
 
 def _analyze(be: Backend, rel: Relation) -> None:

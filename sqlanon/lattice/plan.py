@@ -274,9 +274,14 @@ def code_name(key: tuple[int, int]) -> str:
 INT_CODES_BELOW = 2**31 - 1
 
 
-def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
+def prepare(be: Backend, policy: Policy, *, walk: bool = True, coded: bool = True) -> Plan:
     """Check the columns and hierarchies, and build the base frequency table (one source scan).
-    ``walk=False``: no search follows (``evaluate``, ``--levels``), so nothing is staged locally."""
+    ``walk=False``: no search follows (``evaluate``, ``--levels``), so nothing is staged locally.
+    ``coded=False``: only Mondrian follows, which works on the base frequency table and reads no
+    level code: no coded table is built (nor staged), the coverage is checked on the base table
+    (:func:`check_coverage`) and the plan's ``coded`` is the base frequency table itself, which
+    serves the top node's check (the whole table as one class groups by no code). 1e7 rows,
+    DuckDB, paired in one process: prepare and that check 1.34 -> 1.16 s (CPU 2.58 -> 2.26 s)."""
     cols = check_columns(be, policy)
     hierarchies = build_hierarchies(policy, cols)
     qi_names = [h.column for h in hierarchies]
@@ -284,7 +289,7 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
     sort_keys = [_sort_key(policy, n, ident(f"s_{i}")) for i, n in enumerate(s_names)]
     prefetch(be.dialect, policy.search.where)  # the local walk's imports, while the builds run
     # counted straight into the local walk's DuckDB where it will code locally (lattice/localfreq.py)
-    direct = direct_copy(be, policy, qi_names, s_names, walk)
+    direct = direct_copy(be, policy, qi_names, s_names, walk and coded)
     base = build_frequency_tables(
         be,
         policy.source,
@@ -303,9 +308,16 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
         raise SqlanonError(f"source: relation {str(policy.source)!r} is empty; there is nothing to anonymise")
     resolve(policy, n_rows)  # the estimated k-map's k' (sqlanon.presence), before any check is built
     preds = _coverage_predicates(hierarchies, base)
-    flag_in_coded = len(preds) <= COVERAGE_BITS
+    flag_in_coded = coded and len(preds) <= COVERAGE_BITS
     if not flag_in_coded:
         check_coverage(freq_be, hierarchies, base)
+    if not coded:
+        _refuse_l(policy, freq_be, base)
+        # Its rows (a COUNT of a table: metadata on DuckDB), which decide where a search runs
+        # (sqlanon.lattice.local.location): the coded table would have had as many.
+        rows = int(freq_be.query("search/cardinalities", coded=base.freq, aliases=[], flags=False)[0][0])
+        allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
+        return Plan(be, policy, hierarchies, base, n_rows, allowed, base.freq, {}, {}, rows)
     code_alias: dict[tuple[int, int], Sql] = {}
     qis = []
     bits: dict[int, int] = {}
@@ -348,15 +360,16 @@ def prepare(be: Backend, policy: Policy, *, walk: bool = True) -> Plan:
         found = int(summary[1] or 0)
         _refuse_uncovered(be, base, [(j, hierarchies[j], preds[j]) for j, b in bits.items() if found & b])
     card = {k: int(v) for k, v in zip(keys, summary[2 if bits else 1 :], strict=True)}
-    for r in policy.privacy.l:
-        m = int(
-            freq_be.query(
-                "search/distinct_count", base=base.freq, col=base.sid_aliases[s_names.index(r.attribute)]
-            )[0][0]
-        )
-        refuse_unsatisfiable_l(r, m)
+    _refuse_l(policy, freq_be, base)
     allowed = math.floor(policy.privacy.suppression * n_rows + EPS)
     return Plan(be, policy, hierarchies, base, n_rows, allowed, coded, code_alias, card, base_rows)
+
+
+def _refuse_l(policy: Policy, be: Backend, base: FrequencyTables) -> None:
+    """Refuse an l that no class can reach: above the sensitive attribute's distinct values."""
+    for r in policy.privacy.l:
+        col = base.sid_aliases[base.s_names.index(r.attribute)]
+        refuse_unsatisfiable_l(r, int(be.query("search/distinct_count", base=base.freq, col=col)[0][0]))
 
 
 def check_coverage(be: Backend, hierarchies: Sequence[Hierarchy], base: FrequencyTables) -> None:

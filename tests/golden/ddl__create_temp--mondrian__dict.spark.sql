@@ -1,1 +1,1 @@
-CREATE TEMPORARY VIEW `sqlanon_mdict_00000000_14` AS SELECT 0 AS dim, w.`v_0` AS v, MIN(CAST(b.`q_0` AS STRING)) AS q, CAST(NULL AS DOUBLE) AS x FROM `sqlanon_mondrian_00000000_13` AS w JOIN `sqlanon_mvalues_00000000_12` AS b ON b.rid = w.rid GROUP BY w.`v_0`
+CREATE TEMPORARY VIEW `sqlanon_mdict_00000000_12` AS SELECT 0 AS dim, w.`v_0` AS v, MIN(CAST(b.`q_0` AS STRING)) AS q, CAST(NULL AS DOUBLE) AS x FROM `sqlanon_mondrian_00000000_11` AS w JOIN `sqlanon_mvalues_00000000_10` AS b ON b.rid = w.rid GROUP BY w.`v_0`

@@ -1,1 +1,1 @@
-SELECT * INTO [#sqlanon_mdict_00000000_14] FROM (SELECT 0 AS dim, w.[v_0] AS v, MIN(CAST(b.[q_0] AS VARCHAR(MAX))) AS q, CAST(NULL AS FLOAT) AS x FROM [sqlanon_mondrian_00000000_13] AS w JOIN [sqlanon_mvalues_00000000_12] AS b ON b.rid = w.rid GROUP BY w.[v_0]) AS temp
+SELECT * INTO [#sqlanon_mdict_00000000_12] FROM (SELECT 0 AS dim, w.[v_0] AS v, MIN(CAST(b.[q_0] AS VARCHAR(MAX))) AS q, CAST(NULL AS FLOAT) AS x FROM [sqlanon_mondrian_00000000_11] AS w JOIN [sqlanon_mvalues_00000000_10] AS b ON b.rid = w.rid GROUP BY w.[v_0]) AS temp

@@ -1,1 +1,1 @@
-CREATE TEMPORARY VIEW `sqlanon_mondrian_00000000_36` AS SELECT * FROM `sqlanon_mdone_00000000_33` UNION ALL SELECT * FROM `sqlanon_mondrian_00000000_34`
+CREATE TEMPORARY VIEW `sqlanon_mondrian_00000000_33` AS SELECT * FROM `sqlanon_mdone_00000000_30` UNION ALL SELECT * FROM `sqlanon_mondrian_00000000_31`

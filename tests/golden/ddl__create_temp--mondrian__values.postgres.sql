@@ -1,1 +1,1 @@
-CREATE TEMPORARY TABLE "sqlanon_mvalues_00000000_2" AS SELECT ROW_NUMBER() OVER () AS rid, b.* FROM "sqlanon_freq_00000000_0" AS b
+CREATE TEMPORARY TABLE "sqlanon_mvalues_00000000_1" AS SELECT ROW_NUMBER() OVER () AS rid, b.* FROM "sqlanon_freq_00000000_0" AS b

@@ -1,1 +1,1 @@
-SELECT DISTINCT dim FROM (SELECT a.dim FROM `sqlanon_mlevels_00000000_4` AS a JOIN `sqlanon_mlevels_00000000_4` AS b ON b.dim = a.dim AND b.v = a.v AND b.lvl = a.lvl + 1 GROUP BY a.dim, a.lvl, a.code HAVING COUNT(DISTINCT b.code) > 1) AS x ORDER BY dim NULLS LAST
+SELECT DISTINCT dim FROM (SELECT a.dim FROM `sqlanon_mlevels_00000000_3` AS a JOIN `sqlanon_mlevels_00000000_3` AS b ON b.dim = a.dim AND b.v = a.v AND b.lvl = a.lvl + 1 GROUP BY a.dim, a.lvl, a.code HAVING COUNT(DISTINCT b.code) > 1) AS x ORDER BY dim NULLS LAST
