@@ -372,9 +372,10 @@ def worker_main(spec_path: str) -> None:
         pol_m = parse_policy(search_policy(0.0), base_dir=ADULT_DIR)
 
         def do_mondrian() -> dict[str, Any]:
-            # Where search.where says (auto: the rounds on a local copy on PostgreSQL and Spark).
+            # Where search.where says (auto: the rounds on a local copy on PostgreSQL and Spark);
+            # prepared as `anonymise` prepares Mondrian (no coded table: sqlanon/publish.py).
             with session(url) as be:
-                m, where = run_mondrian(prepare(be, pol_m))
+                m, where = run_mondrian(prepare(be, pol_m, coded=False))
             return {"partitions": m.partitions, "rounds": m.rounds, "ncp": m.metrics["ncp"], **where}
 
         res["mondrian"] = repeat(prof, "mondrian", do_mondrian, reps, budget, warm)
