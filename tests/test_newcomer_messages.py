@@ -163,3 +163,27 @@ def test_levels_with_a_perturbed_qi(
     )
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "--levels: 'Age' is perturbed, not generalised" in err
+
+
+def test_compile_without_a_database_names_the_columns_it_leaves_unrounded(tmp_path: Path) -> None:
+    """Without --db sqlanon cannot see that a perturbed column is an integer, which `anonymise`
+    publishes as whole numbers (34.5 printed where 35 is published): the printed SQL says which
+    columns, and how to match; nothing is said where the policy rounds, or for PRAM."""
+    from tests.test_secrets import _policy
+
+    pol = _policy("main.by_hand")
+    path = write_policy(tmp_path, pol)
+    code, out, err = cli("compile", str(path), "--dialect", "tsql", "--levels", "age=1,zip=0")
+    assert code == 0, err
+    note = [line for line in out.splitlines() if line.startswith("-- Printed without a database")]
+    assert note and note[0].endswith(": income"), out
+    pol["columns"]["income"]["perturb"]["round"] = 1
+    code, out, err = cli(
+        "compile", str(write_policy(tmp_path, pol)), "--dialect", "tsql", "--levels", "age=1,zip=0"
+    )
+    assert code == 0 and "Printed without a database" not in out, out
+    from sqlanon.api import load_policy
+    from sqlanon.cli.keys import compile_notes
+
+    pol["columns"]["income"]["perturb"].pop("round")
+    assert not compile_notes("SELECT 1", "tsql", load_policy(pol), "some.duckdb")  # with --db: no note

@@ -277,10 +277,8 @@ def compile_cmd(
     """Print the CREATE VIEW (or TABLE) statement of the release for a DBA to review and run (a
     PostgreSQL view: the statements that publish it through a SECURITY DEFINER function)."""
     sql = api.compile(policy, dialect, levels=levels, db=db, publish_as=publish_as)
-    if secrets.uses_secret(sql):
-        click.echo(keys.SECRET_NOTE)
-    if dialect in ("postgres", "redshift") and sql.lstrip().upper().startswith("CREATE VIEW"):
-        click.echo(keys.PLAIN_VIEW_NOTE)
+    for note in keys.compile_notes(sql, dialect, api.load_policy(policy), db):
+        click.echo(note)
     click.echo(sql + ";")
 
 

@@ -11,6 +11,8 @@ import sys
 import click
 
 from sqlanon.errors import SqlanonError
+from sqlanon.perturbation import NUMERIC_METHODS
+from sqlanon.policy import Policy
 from sqlanon.sql import secrets
 
 SECRET_NOTE = secrets.NOTE  # also printed by the report layer before printed SQL
@@ -20,6 +22,26 @@ PLAIN_VIEW_NOTE = (
     "-- EXPLAIN can show the rows it suppresses. `sqlanon anonymise` publishes a PostgreSQL view\n"
     "-- through a SECURITY DEFINER function instead (docs/security.md); or publish a table."
 )
+
+
+def compile_notes(sql: str, dialect: str, policy: Policy, db: str | None) -> list[str]:
+    """The SQL comments ``sqlanon compile`` prints before its statement: the secret relation it
+    reads, a PostgreSQL plain view's exposure, and, printed without a database, the perturbed
+    columns whose rounding follows a type sqlanon could not see (``anonymise`` publishes an
+    integer column's noise as whole numbers: sqlanon/transform/perturb.py ``rounding``)."""
+    notes = [SECRET_NOTE] if secrets.uses_secret(sql) else []
+    if dialect in ("postgres", "redshift") and sql.lstrip().upper().startswith("CREATE VIEW"):
+        notes.append(PLAIN_VIEW_NOTE)
+    perturbs = [(c.name, c.perturb) for c in policy.perturbed if c.perturb is not None and db is None]
+    unrounded = [name for name, p in perturbs if p.method in NUMERIC_METHODS and p.round is None]
+    if unrounded:
+        notes.append(
+            "-- Printed without a database, whose column types sqlanon could not read: "
+            f"{', '.join(unrounded)}\n"
+            "-- published unrounded; `sqlanon anonymise` publishes an integer column's perturbed values\n"
+            "-- as whole numbers: give --db, or add `round: 1` to an integer column's perturb:."
+        )
+    return notes
 
 
 def secret_pads_line() -> str:
