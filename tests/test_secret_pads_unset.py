@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sqlanon.sql.secrets import COLUMNS, NAME, pad_expr, pads
 from tests.conftest import TEST_HASH_KEY, TestDB
-from tests.helpers import cli, write_policy
-from tests.test_secrets import _people, _policy
+from tests.test_secrets import run_printed_in_psql
 
 
 def test_printed_sql_with_the_perturbation_pads_unbound_fails_in_psql(
@@ -30,35 +26,10 @@ def test_printed_sql_with_the_perturbation_pads_unbound_fails_in_psql(
 ) -> None:
     """The README's psql recipe, with only the hash key set when the pads are bound: the printed
     release must stop with an error naming the missing pad, and create nothing."""
-    db = pg_patients
-    cols, rows, types = _people()
-    db.load("people", cols, rows, types)
-    path = write_policy(tmp_path, _policy("main.by_hand_nokey"))
-    code, out, err = cli(
-        "compile", str(path), "--db", db.url, "--dialect", "postgres", "--levels", "age=1,zip=0"
-    )
-    assert code == 0, err
-    sql_file = tmp_path / "release.sql"
-    sql_file.write_text(out, encoding="utf-8")
-    assert db._pg is not None
-    exe = shutil.which("sqlanon") or str(Path(sys.executable).parent / "sqlanon")
-    script = (
-        "CREATE TEMP TABLE sqlanon_secret"
-        " (hash_ipad text, hash_opad text, perturb_ipad text, perturb_opad text);\n"
-        f"\\copy sqlanon_secret from program '{exe} secret-pads'\n"
-        f"\\i {sql_file}\n"
-    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SQLANON_PERTURB_KEY")}
     env["SQLANON_HASH_KEY"] = TEST_HASH_KEY
-    res = subprocess.run(
-        [str(db._pg.bin / "psql"), "-v", "ON_ERROR_STOP=1", "-X", "-q", db._pg.conninfo(db._dbname)],
-        input=script,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    db = pg_patients
+    _out, res = run_printed_in_psql(db, tmp_path, "main.by_hand_nokey", env)
     missing = re.search(r"sqlanon_secret\.perturb_[io]pad is not set", res.stderr)
     assert res.returncode != 0 and missing, res.stderr
     assert not db.sql("SELECT 1 FROM information_schema.tables WHERE table_name = 'by_hand_nokey'"), (

@@ -252,27 +252,25 @@ def test_a_seed_and_a_missing_key_are_one_line(duck_patients: TestDB, tmp_path: 
     assert from_file == sorted(db.sql("SELECT id, w FROM main.t2"))
 
 
-def test_printed_sql_runs_in_psql_with_the_pads_bound_by_copy(pg_patients: TestDB, tmp_path: Path) -> None:
-    """The README's recipe for running printed SQL by hand: psql creates the secret relation, fills
-    it with `\\copy ... from program 'sqlanon secret-pads'`, runs the printed statement, and gets
-    the rows sqlanon publishes itself; the printed file holds no secret."""
-    import os
+def run_printed_in_psql(db: TestDB, tmp_path: Path, target: str, env: dict[str, str]) -> tuple[str, Any]:
+    """The README's recipe for running printed SQL by hand: `compile` the people's release into a
+    file, then psql creates the secret relation, fills it with `\\copy ... from program 'sqlanon
+    secret-pads'` (under ``env``: the keys set there), and runs the file. The printed text and
+    psql's completed process."""
     import shutil
     import subprocess
     import sys
 
-    db = pg_patients
     cols, rows, types = _people()
     db.load("people", cols, rows, types)
-    path = write_policy(tmp_path, _policy("main.by_hand"))
+    path = write_policy(tmp_path, _policy(target))
     code, out, err = cli(
         "compile", str(path), "--db", db.url, "--dialect", "postgres", "--levels", "age=1,zip=0"
     )
-    assert code == 0 and not _leaks(out), err
+    assert code == 0, err
     sql_file = tmp_path / "release.sql"
     sql_file.write_text(out, encoding="utf-8")
     assert db._pg is not None
-    psql = db._pg.bin / "psql"
     exe = shutil.which("sqlanon") or str(Path(sys.executable).parent / "sqlanon")
     script = (
         "CREATE TEMP TABLE sqlanon_secret"
@@ -280,9 +278,8 @@ def test_printed_sql_runs_in_psql_with_the_pads_bound_by_copy(pg_patients: TestD
         f"\\copy sqlanon_secret from program '{exe} secret-pads'\n"
         f"\\i {sql_file}\n"
     )
-    env = {**os.environ}
     res = subprocess.run(
-        [str(psql), "-v", "ON_ERROR_STOP=1", "-X", "-q", db._pg.conninfo(db._dbname)],
+        [str(db._pg.bin / "psql"), "-v", "ON_ERROR_STOP=1", "-X", "-q", db._pg.conninfo(db._dbname)],
         input=script,
         capture_output=True,
         text=True,
@@ -290,6 +287,17 @@ def test_printed_sql_runs_in_psql_with_the_pads_bound_by_copy(pg_patients: TestD
         timeout=120,
         check=False,
     )
+    return out, res
+
+
+def test_printed_sql_runs_in_psql_with_the_pads_bound_by_copy(pg_patients: TestDB, tmp_path: Path) -> None:
+    """The README's recipe for running printed SQL by hand (:func:`run_printed_in_psql`) gets the
+    rows sqlanon publishes itself; the printed file holds no secret."""
+    import os
+
+    db = pg_patients
+    out, res = run_printed_in_psql(db, tmp_path, "main.by_hand", {**os.environ})
+    assert not _leaks(out)
     assert res.returncode == 0, res.stderr
     cli_json(
         "anonymise",
