@@ -18,7 +18,7 @@ import sqlanon
 from sqlanon.safepub import DPRequirement
 from tests.conftest import TEST_PERTURB_KEY, TestDB
 from tests.helpers import cli, cli_json, dbt_build, dbt_runner, write_policy
-from tests.test_readers_pg import _as, _no_sentinel, _policy, _rows, clinic  # noqa: F401 - a fixture
+from tests.test_readers_pg import _as, _leaky_count, _no_sentinel, _policy, _rows, clinic  # noqa: F401 - a fixture
 from tests.test_safepub import _dp_policy as dp_policy
 from tests.test_safepub import _rows as safepub_rows
 from tests.test_safepub import _u as safepub_u
@@ -77,17 +77,11 @@ def test_a_dbt_model_on_postgres_shows_a_reader_no_suppressed_row(
     model = '"analytics"."patients_anon"'
     db.sql(f"GRANT USAGE ON SCHEMA analytics TO {role}")
     db.sql(f"GRANT SELECT ON {model} TO {role}")
-    seen: list[str] = []
     with _as(db, role) as con:
         assert len(con.execute(f"SELECT * FROM {model}").fetchall()) == 196
         defs = con.execute("SELECT string_agg(definition, ' ') FROM pg_views WHERE schemaname = 'analytics'")
         viewdefs = str(defs.fetchone()[0])
-        con.add_notice_handler(lambda d: seen.append(str(d.message_primary)))
-        con.execute(
-            f"CREATE FUNCTION {role}.leak(a anyelement, b text, c text) RETURNS boolean LANGUAGE plpgsql "
-            "IMMUTABLE COST 0.0001 AS $$ BEGIN RAISE NOTICE 'row % % %', a, b, c; RETURN true; END $$"
-        )
-        n = con.execute(f"SELECT count(*) FROM {model} WHERE {role}.leak(age, zip, disease)").fetchone()
+        n, seen = _leaky_count(con, role, model)
     assert n == (196,)
     _no_sentinel("\n".join(seen))
     _no_sentinel(viewdefs)

@@ -110,17 +110,23 @@ def test_the_release_suppresses_the_outliers(clinic: tuple[TestDB, str], tmp_pat
     assert public_exec is False
 
 
+def _leaky_count(con: Any, role: str, rel: str) -> tuple[Any, list[str]]:
+    """A reader's cheap leaky function in ``rel``'s WHERE (it RAISEs a NOTICE with every row it is
+    given, before the view's own filters if the planner pushes it down): the count, and the notices."""
+    seen: list[str] = []
+    con.add_notice_handler(lambda d: seen.append(str(d.message_primary)))
+    con.execute(
+        f"CREATE FUNCTION {role}.leak(a anyelement, b text, c text) RETURNS boolean LANGUAGE plpgsql "
+        "IMMUTABLE COST 0.0001 AS $$ BEGIN RAISE NOTICE 'row % % %', a, b, c; RETURN true; END $$"
+    )
+    return con.execute(f"SELECT count(*) FROM {rel} WHERE {role}.leak(age, zip, disease)").fetchone(), seen
+
+
 def test_a_leaky_function_sees_only_released_rows(clinic: tuple[TestDB, str], tmp_path: Path) -> None:
     db, role = clinic
     _publish(db, tmp_path, _policy([role]))
-    seen: list[str] = []
     with _as(db, role) as con:
-        con.add_notice_handler(lambda d: seen.append(str(d.message_primary)))
-        con.execute(
-            f"CREATE FUNCTION {role}.leak(a anyelement, b text, c text) RETURNS boolean LANGUAGE plpgsql "
-            "IMMUTABLE COST 0.0001 AS $$ BEGIN RAISE NOTICE 'row % % %', a, b, c; RETURN true; END $$"
-        )
-        n = con.execute(f"SELECT count(*) FROM {VIEW} WHERE {role}.leak(age, zip, disease)").fetchone()
+        n, seen = _leaky_count(con, role, VIEW)
     assert n == (196,)
     assert len(seen) == 196, len(seen)
     _no_sentinel("\n".join(seen))
